@@ -1,0 +1,335 @@
+"""PlacementClient: read and claim a consumer's allocations, safely under races.
+
+Every write is one read -> compute -> write cycle. The read is free when the
+cache knows the consumer (or when it is assumed new); on a generation
+conflict or a lost answer the next cycle reads from Placement, so a retry
+never replays a body built from stale state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import tenacity
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+
+from reportclient.cache import DEFAULT_CACHE_SIZE, CacheStats, ConsumerCache
+from reportclient.errors import GenerationConflict, PlacementError, PlacementUnavailable
+from reportclient.models import (
+    Allocations,
+    ConsumerAllocations,
+    normalize_allocations,
+    validate_consumer_type,
+    validate_owner,
+    validate_uuid,
+)
+from reportclient.retry import default_retry
+from reportclient.transport import CONSUMER_TYPE_VERSION, Transport, format_version
+
+__all__ = ["Mutator", "PlacementClient"]
+
+LOG = logging.getLogger("reportclient")
+
+#: Given the consumer's current state, return the allocations it should hold.
+Mutator = Callable[[ConsumerAllocations], Allocations]
+
+_RETRIABLE = (GenerationConflict, PlacementUnavailable)
+_DEFAULT_CONSUMER_TYPE = "INSTANCE"
+
+
+class PlacementClient:
+    """Conflict-safe access to consumers' allocations in Placement.
+
+    Thread-safe: one client may serve many scheduler threads.
+
+    :param adapter: a keystoneauth1 Adapter pointing at Placement.
+    :param retry: a ``tenacity.Retrying`` deciding when and how long to
+        retry; what is retried is always the client's decision.
+    :param cache_size: consumers whose state is kept (LRU); 0 disables.
+    :param microversion: pin a version instead of negotiating one.
+    :param global_request_id: ``req-<uuid4>`` sent with every request.
+    """
+
+    def __init__(
+        self,
+        adapter: ks_adapter.Adapter,
+        *,
+        retry: tenacity.Retrying | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        microversion: str | None = None,
+        global_request_id: str | None = None,
+    ) -> None:
+        self._transport = Transport(
+            adapter, microversion=microversion, global_request_id=global_request_id
+        )
+        self._cache = ConsumerCache(cache_size)
+        self._retry = retry if retry is not None else default_retry()
+
+    @classmethod
+    def from_session(
+        cls,
+        session: ks_session.Session,
+        *,
+        retry: tenacity.Retrying | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        microversion: str | None = None,
+        global_request_id: str | None = None,
+        **adapter_kwargs: Any,
+    ) -> PlacementClient:
+        """Build a client over a keystoneauth1 Session.
+
+        ``adapter_kwargs`` go to the Adapter (``interface``,
+        ``region_name``, ``endpoint_override``...).
+        """
+        adapter_kwargs.setdefault("service_type", "placement")
+        adapter = ks_adapter.Adapter(session, **adapter_kwargs)
+        return cls(
+            adapter,
+            retry=retry,
+            cache_size=cache_size,
+            microversion=microversion,
+            global_request_id=global_request_id,
+        )
+
+    @classmethod
+    def from_endpoint(cls, url: str, token: str | None = None, **kwargs: Any) -> PlacementClient:
+        """Build a client for a Placement root URL and a fixed token.
+
+        Without Keystone, as with Placement's ``noauth2`` strategy, the
+        token is ``user[:project]`` (``"admin"`` for an administrator).
+        """
+        auth = token_endpoint.Token(url, token) if token is not None else None
+        session = ks_session.Session(auth=auth)
+        return cls.from_session(session, endpoint_override=url, **kwargs)
+
+    def __repr__(self) -> str:
+        stats = self._cache.stats()
+        return f"<PlacementClient {self._transport!r} cache {stats.size}/{stats.maxsize}>"
+
+    @property
+    def microversion(self) -> str:
+        """The microversion in use (negotiated on first use unless pinned)."""
+        return format_version(self._transport.microversion)
+
+    def cache_stats(self) -> CacheStats:
+        """Hits, misses and evictions of the consumer cache."""
+        return self._cache.stats()
+
+    def cached(self, consumer_uuid: str) -> ConsumerAllocations | None:
+        """What the cache holds for a consumer; None when nothing is cached."""
+        return self._cache.get(validate_uuid(consumer_uuid))
+
+    def get_allocations(self, consumer_uuid: str) -> ConsumerAllocations:
+        """Read a consumer from Placement and refresh the cache.
+
+        A consumer Placement does not hold comes back with
+        ``generation=None`` and no allocations.
+        """
+        validate_uuid(consumer_uuid)
+        reply = self._transport.request(
+            "GET", f"/allocations/{consumer_uuid}", consumer_uuid=consumer_uuid
+        )
+        state = ConsumerAllocations.from_json(consumer_uuid, reply.body or {})
+        self._cache.put(state)
+        return state
+
+    def claim(
+        self,
+        consumer_uuid: str,
+        allocations: Allocations,
+        *,
+        project_id: str,
+        user_id: str,
+        consumer_type: str | None = None,
+    ) -> ConsumerAllocations:
+        """Make the consumer hold exactly ``allocations``.
+
+        :raises InvalidInput: before any request, for malformed input.
+        :raises CapacityExceeded: a provider lacks room; not retried.
+        :raises GenerationConflict: conflicts outlasted the retry policy.
+        """
+        desired = normalize_allocations(allocations)
+        return self.update_allocations(
+            consumer_uuid,
+            lambda _current: desired,
+            project_id=project_id,
+            user_id=user_id,
+            consumer_type=consumer_type,
+        )
+
+    def update_allocations(
+        self,
+        consumer_uuid: str,
+        mutate: Mutator,
+        *,
+        project_id: str,
+        user_id: str,
+        consumer_type: str | None = None,
+    ) -> ConsumerAllocations:
+        """Read-modify-write a consumer's allocations.
+
+        ``mutate(current)`` is called on every attempt with the state the
+        attempt starts from (cached, assumed new, or just read after a
+        conflict) and returns what the consumer should hold.
+
+        :raises InvalidInput: before any request, for malformed input.
+        :raises CapacityExceeded: a provider lacks room; not retried.
+        :raises GenerationConflict: conflicts outlasted the retry policy.
+        :raises PlacementUnavailable: Placement stayed unreachable.
+        """
+        validate_uuid(consumer_uuid)
+        validate_owner(project_id, user_id)
+        ctype = validate_consumer_type(consumer_type or _DEFAULT_CONSUMER_TYPE)
+        return self._run(consumer_uuid, mutate, (project_id, user_id), ctype)
+
+    def release(self, consumer_uuid: str) -> None:
+        """Remove all of a consumer's allocations, guarded by its generation.
+
+        Unlike ``DELETE /allocations``, a concurrent writer is never
+        overwritten blindly. A consumer that is already gone is not an error.
+        """
+        validate_uuid(consumer_uuid)
+        self._run(consumer_uuid, lambda _current: {}, None, None)
+
+    def _run(
+        self,
+        consumer: str,
+        mutate: Mutator,
+        owner: tuple[str, str] | None,
+        ctype: str | None,
+    ) -> ConsumerAllocations:
+        """The retry loop shared by claims, updates and releases.
+
+        ``owner`` None means "keep the consumer's own owner", which needs
+        a known state, so such a run reads first unless the cache knows it.
+        """
+        cached = self._cache.get(consumer)
+        need_read = owner is None and (cached is None or not cached.exists)
+        prefetched: ConsumerAllocations | None = None
+        for attempt in self._policy(consumer):
+            with attempt:
+                number = attempt.retry_state.attempt_number
+                # Negotiated once per client, outside the write's error
+                # handling: a failed GET / proves nothing was written.
+                send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
+                if prefetched is not None:
+                    current, fresh, prefetched = prefetched, True, None
+                elif need_read:
+                    current, fresh = self.get_allocations(consumer), True
+                else:
+                    known = cached if number == 1 else self._cache.get(consumer)
+                    # Optimistic: a consumer nobody told us about is new.
+                    current, fresh = known or ConsumerAllocations.missing(consumer), False
+                desired = normalize_allocations(mutate(current))
+                if owner is None and not current.exists and fresh:
+                    return current
+                write_owner = owner or _owner_of(current)
+                if fresh and _already_holds(current, desired, write_owner, ctype):
+                    return current
+                try:
+                    type_sent = (ctype or current.consumer_type) if send_type else None
+                    return self._write(current, desired, write_owner, type_sent, send_type)
+                except GenerationConflict as exc:
+                    self._cache.discard(consumer)
+                    need_read = True
+                    exc.attempts = number
+                    raise
+                except PlacementUnavailable:
+                    # The write may have landed: look before writing again.
+                    self._cache.discard(consumer)
+                    need_read = True
+                    reread = self.get_allocations(consumer)
+                    if reread.allocations == desired and reread.exists == bool(desired):
+                        LOG.info("consumer %s: lost answer, but the write had landed", consumer)
+                        return reread
+                    prefetched = reread
+                    raise
+        raise AssertionError("unreachable: the retry policy neither returned nor raised")
+
+    def _policy(self, consumer: str) -> tenacity.Retrying:
+        user_hook = self._retry.before_sleep
+
+        def log_retry(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            LOG.warning(
+                "consumer %s: attempt %d failed (%s); retrying in %.3fs",
+                consumer,
+                state.attempt_number,
+                exc,
+                state.upcoming_sleep,
+            )
+            if user_hook is not None:
+                user_hook(state)
+
+        return self._retry.copy(
+            retry=tenacity.retry_if_exception_type(_RETRIABLE),
+            before_sleep=log_retry,
+            reraise=True,
+        )
+
+    def _write(
+        self,
+        current: ConsumerAllocations,
+        desired: dict[str, dict[str, int]],
+        owner: tuple[str, str],
+        ctype: str | None,
+        send_type: bool,
+    ) -> ConsumerAllocations:
+        consumer = current.consumer_uuid
+        body: dict[str, Any] = {
+            "allocations": {rp: {"resources": res} for rp, res in desired.items()},
+            "consumer_generation": current.generation,
+            "project_id": owner[0],
+            "user_id": owner[1],
+        }
+        if send_type:
+            body["consumer_type"] = ctype or _DEFAULT_CONSUMER_TYPE
+        self._transport.request(
+            "PUT", f"/allocations/{consumer}", json=body, consumer_uuid=consumer
+        )
+        if desired:
+            # Placement answers 204 without a body; its generation rule is
+            # new consumer -> 1, every write +1. A wrong guess costs a retry.
+            new = ConsumerAllocations(
+                consumer_uuid=consumer,
+                allocations=desired,
+                generation=(current.generation or 0) + 1,
+                project_id=owner[0],
+                user_id=owner[1],
+                consumer_type=body.get("consumer_type"),
+            )
+        else:
+            # An empty write deletes the consumer.
+            new = ConsumerAllocations.missing(consumer)
+        self._cache.put(new)
+        return new
+
+
+def _owner_of(state: ConsumerAllocations) -> tuple[str, str]:
+    if state.project_id is None or state.user_id is None:
+        raise PlacementError(
+            "Placement did not report the consumer's project and user",
+            consumer_uuid=state.consumer_uuid,
+        )
+    return state.project_id, state.user_id
+
+
+def _already_holds(
+    current: ConsumerAllocations,
+    desired: dict[str, dict[str, int]],
+    owner: tuple[str, str],
+    ctype: str | None,
+) -> bool:
+    """Whether writing ``desired`` would change nothing Placement holds."""
+    if not desired:
+        return not current.exists
+    return (
+        current.exists
+        and current.allocations == desired
+        and (current.project_id, current.user_id) == owner
+        and (ctype is None or current.consumer_type in (None, ctype))
+    )

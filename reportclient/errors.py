@@ -1,0 +1,200 @@
+"""The exceptions reportclient raises, and the one place a response becomes one.
+
+The hierarchy::
+
+    PlacementError                 anything Placement (or the way to it) refused
+    ├── InvalidInput               caught before the wire; also a ValueError
+    ├── GenerationConflict         409 placement.concurrent_update, retries spent
+    ├── CapacityExceeded           409 over capacity; retrying cannot help
+    ├── PlacementUnavailable       connection failure, timeout or 5xx
+    └── MicroversionUnsupported    the server cannot speak what we need
+
+Every error carries what an operator needs to find the request in
+Placement's logs: status, code, title, detail, request id, method, URL and,
+where there is one, the consumer. ``str()`` starts with the request id.
+Tokens are never stored on an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = [
+    "CapacityExceeded",
+    "GenerationConflict",
+    "InvalidInput",
+    "MicroversionUnsupported",
+    "PlacementError",
+    "PlacementUnavailable",
+    "error_from_response",
+]
+
+CONCURRENT_UPDATE = "placement.concurrent_update"
+UNDEFINED_CODE = "placement.undefined_code"
+
+# Placement gives the over-capacity 409 no code of its own, so its wording
+# is the only thing that tells it apart from other undefined-code conflicts.
+_CAPACITY_MARKERS = ("exceed the capacity", "Unable to allocate inventory")
+# The one substring match we cannot avoid: the same code covers both a stale
+# consumer generation and a race between writers inside the server.
+_CONSUMER_CONFLICT = re.compile(r"consumer generation conflict - expected (\S+) but got (\S+)")
+
+
+class PlacementError(Exception):
+    """Base class: a request Placement refused, or could not be made."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        title: str | None = None,
+        detail: str | None = None,
+        request_id: str | None = None,
+        method: str | None = None,
+        url: str | None = None,
+        consumer_uuid: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+        self.title = title
+        self.detail = detail
+        self.request_id = request_id
+        self.method = method
+        self.url = url
+        self.consumer_uuid = consumer_uuid
+
+    def __str__(self) -> str:
+        parts = [f"Request {self.request_id or '(no request id)'}:"]
+        if self.method and self.url:
+            parts.append(f"{self.method} {self.url}")
+        if self.status is not None:
+            parts.append(f"-> {self.status}")
+        if self.code:
+            parts.append(f"[{self.code}]")
+        parts.append(self.message)
+        if self.consumer_uuid:
+            parts.append(f"(consumer {self.consumer_uuid})")
+        return " ".join(parts)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(status={self.status!r}, code={self.code!r}, "
+            f"request_id={self.request_id!r}, detail={self.detail!r})"
+        )
+
+
+class InvalidInput(PlacementError, ValueError):
+    """The caller's input is malformed; nothing was sent."""
+
+
+class GenerationConflict(PlacementError):
+    """A write kept losing races (``placement.concurrent_update``).
+
+    ``attempts`` is how many writes were tried before giving up;
+    ``consumer_conflict`` tells a stale consumer generation apart from a
+    race between writers inside Placement.
+    """
+
+    def __init__(self, message: str, *, attempts: int = 1, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.attempts = attempts
+
+    @property
+    def consumer_conflict(self) -> bool:
+        """True when Placement reported a consumer generation mismatch."""
+        return bool(self.detail and _CONSUMER_CONFLICT.search(self.detail))
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} after {self.attempts} attempt(s)"
+
+
+class CapacityExceeded(PlacementError):
+    """A provider lacks the capacity asked for; retrying cannot help."""
+
+
+class PlacementUnavailable(PlacementError):
+    """Placement could not be reached, timed out, or answered 5xx.
+
+    ``outcome_unknown`` is True when a request may have been applied even
+    though no answer arrived (reset connection, timeout, 502/503/504).
+    """
+
+    def __init__(self, message: str, *, outcome_unknown: bool = True, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.outcome_unknown = outcome_unknown
+
+
+class MicroversionUnsupported(PlacementError):
+    """The server's microversion range does not meet the client's needs."""
+
+
+def _first_error(body: Any) -> dict[str, Any]:
+    if isinstance(body, dict):
+        errors = body.get("errors")
+        if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+            return errors[0]
+    return {}
+
+
+def _clean_detail(detail: str) -> str:
+    # Placement wraps details in a fixed preamble and stray whitespace.
+    detail = detail.replace("There was a conflict when trying to complete your request.", "")
+    return " ".join(detail.split())
+
+
+def error_from_response(
+    *,
+    status: int,
+    text: str,
+    request_id: str | None,
+    method: str,
+    url: str,
+    consumer_uuid: str | None = None,
+) -> PlacementError:
+    """Build the typed exception for an error response.
+
+    Placement's JSON error body (``errors[0]``) supplies code, title and
+    detail; HTML pages and other non-JSON bodies are kept as the detail,
+    shortened, so nothing the server said is lost.
+    """
+    try:
+        body = json.loads(text) if text else None
+    except ValueError:
+        body = None
+    first = _first_error(body)
+    code = first.get("code") if isinstance(first.get("code"), str) else None
+    title = first.get("title") if isinstance(first.get("title"), str) else None
+    raw_detail = first.get("detail")
+    if isinstance(raw_detail, str):
+        detail = _clean_detail(raw_detail)
+    else:
+        detail = " ".join(text.split())[:500] if text else ""
+    request_id = request_id or (first.get("request_id") if first else None)
+    kwargs: dict[str, Any] = dict(
+        status=status,
+        code=code,
+        title=title,
+        detail=detail,
+        request_id=request_id,
+        method=method,
+        url=url,
+        consumer_uuid=consumer_uuid,
+    )
+    message = detail or title or f"HTTP {status}"
+    if status == 409 and code == CONCURRENT_UPDATE:
+        return GenerationConflict(message, **kwargs)
+    if status == 409 and any(marker in detail for marker in _CAPACITY_MARKERS):
+        return CapacityExceeded(message, **kwargs)
+    if status == 406 and isinstance(body, dict):
+        return MicroversionUnsupported(message, **kwargs)
+    if status >= 500:
+        # A proxy's 502/503/504 may hide a write the server applied.
+        unknown = status in (502, 503, 504)
+        return PlacementUnavailable(message, outcome_unknown=unknown, **kwargs)
+    return PlacementError(message, **kwargs)

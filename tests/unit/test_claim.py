@@ -1,0 +1,283 @@
+"""Claims: round trips, the cache, and conflict recovery (behaviours 1-3, 5)."""
+
+from __future__ import annotations
+
+import pytest
+import requests_mock
+
+import reportclient
+from tests.unit.conftest import (
+    MISSING,
+    NO_CONTENT,
+    PROJECT,
+    URL,
+    USER,
+    allocations_body,
+    calls,
+    consumer_conflict,
+    error_body,
+    sent,
+)
+
+VCPU_1 = {"VCPU": 1, "MEMORY_MB": 512}
+
+
+def test_fresh_claim_costs_one_request_sent_as_new_consumer(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert calls(wire) == [("PUT", f"/allocations/{consumer}")]
+    body = sent(wire, 0)
+    assert body["consumer_generation"] is None
+    assert body["allocations"] == {rp: {"resources": VCPU_1}}
+    assert (body["project_id"], body["user_id"], body["consumer_type"]) == (
+        PROJECT,
+        USER,
+        "INSTANCE",
+    )
+    assert state.generation == 1
+    assert state.exists
+    assert state.allocations == {rp: VCPU_1}
+
+
+def test_cached_claim_costs_one_request_carrying_the_cached_generation(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    state = client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    assert len(wire.request_history) == 2
+    assert sent(wire, 1)["consumer_generation"] == 1
+    assert state.generation == 2
+    assert client.cached(consumer) == state
+
+
+def test_get_allocations_refreshes_the_cache(wire, client, consumer, rp):
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 4))
+
+    state = client.get_allocations(consumer)
+
+    assert state.generation == 4
+    assert state.project_id == PROJECT
+    assert client.cached(consumer) == state
+
+
+def test_get_of_missing_consumer_is_generation_none(wire, client, consumer):
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    state = client.get_allocations(consumer)
+
+    assert state.generation is None
+    assert not state.exists
+    assert state.allocations == {}
+    assert state.project_id is None
+
+
+def test_empty_claim_deletes_consumer_in_cache(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    state = client.claim(consumer, {}, project_id=PROJECT, user_id=USER)
+
+    assert sent(wire, 1)["allocations"] == {}
+    assert sent(wire, 1)["consumer_generation"] == 1
+    assert not state.exists
+    # the next write after a delete must expect a new consumer
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+    assert sent(wire, 2)["consumer_generation"] is None
+
+
+def test_claim_retries_with_null_after_consumer_was_deleted(wire, client, consumer, rp):
+    """The shelve race: cached generation 1, consumer deleted by another writer."""
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        [NO_CONTENT, consumer_conflict("null", "1"), NO_CONTENT],
+    )
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+    wire.reset_mock()
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert calls(wire) == [
+        ("PUT", f"/allocations/{consumer}"),
+        ("GET", f"/allocations/{consumer}"),
+        ("PUT", f"/allocations/{consumer}"),
+    ]
+    assert sent(wire, 0)["consumer_generation"] == 1
+    assert sent(wire, 2)["consumer_generation"] is None
+    assert state.generation == 1
+
+
+def test_unknown_consumer_that_exists_is_reread_and_mutate_sees_its_allocations(
+    wire, client, consumer, rp
+):
+    other_rp = reportclient.models.validate_uuid("0" * 8 + "-0000-4000-8000-" + "0" * 12)
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("3", "None"), NO_CONTENT])
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({other_rp: {"VCPU": 4}}, 3))
+    seen: list[dict] = []
+
+    def add_one_vcpu(current):
+        seen.append({k: dict(v) for k, v in current.allocations.items()})
+        return reportclient.add_allocations({rp: {"VCPU": 1}})(current)
+
+    state = client.update_allocations(consumer, add_one_vcpu, project_id=PROJECT, user_id=USER)
+
+    assert seen == [{}, {other_rp: {"VCPU": 4}}]
+    assert sent(wire, 2)["consumer_generation"] == 3
+    assert sent(wire, 2)["allocations"] == {
+        other_rp: {"resources": {"VCPU": 4}},
+        rp: {"resources": {"VCPU": 1}},
+    }
+    assert state.generation == 4
+
+
+def test_server_side_concurrent_update_is_also_retried(wire, client, consumer, rp):
+    detail = (
+        "There was a conflict when trying to complete your request.\n\n Inventory and/or "
+        "allocations changed while attempting to allocate: Another thread concurrently "
+        "updated the data. Please retry your update  "
+    )
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        [
+            {"status_code": 409, "json": error_body(409, detail, "placement.concurrent_update")},
+            NO_CONTENT,
+        ],
+    )
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
+    assert state.generation == 1
+
+
+def test_reread_showing_desired_allocations_skips_the_write(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("1", "None")])
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 1))
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET"]
+    assert state.generation == 1
+    assert state.allocations == {rp: VCPU_1}
+
+
+def test_reread_with_other_owner_still_writes(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("1", "None"), NO_CONTENT])
+    wire.get(
+        f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 1, project="other")
+    )
+
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
+    assert sent(wire, 2)["project_id"] == PROJECT
+
+
+def test_capacity_conflict_raises_after_one_request(wire, client, consumer, rp):
+    detail = (
+        "There was a conflict when trying to complete your request.\n\n Unable to allocate "
+        f"inventory: Unable to create allocation for 'VCPU' on resource provider '{rp}'. "
+        "The requested amount would exceed the capacity.  "
+    )
+    wire.put(f"{URL}/allocations/{consumer}", status_code=409, json=error_body(409, detail))
+
+    with pytest.raises(reportclient.CapacityExceeded) as err:
+        client.claim(consumer, {rp: {"VCPU": 99}}, project_id=PROJECT, user_id=USER)
+
+    assert len(wire.request_history) == 1
+    assert err.value.code == "placement.undefined_code"
+    assert err.value.consumer_uuid == consumer
+    assert "exceed the capacity" in err.value.detail
+
+
+def test_release_of_cached_consumer_sends_empty_write_with_generation(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    client.release(consumer)
+
+    assert calls(wire)[1] == ("PUT", f"/allocations/{consumer}")
+    body = sent(wire, 1)
+    assert body["allocations"] == {}
+    assert body["consumer_generation"] == 1
+    assert (body["project_id"], body["user_id"]) == (PROJECT, USER)
+    assert not client.cached(consumer).exists
+    assert not any(m == "DELETE" for m, _ in calls(wire))
+
+
+def test_release_of_unknown_consumer_reads_owner_then_writes(wire, client, consumer, rp):
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 5))
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["GET", "PUT"]
+    assert sent(wire, 1)["consumer_generation"] == 5
+
+
+def test_release_of_consumer_already_gone_is_not_an_error(wire, client, consumer):
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["GET"]
+
+
+def test_release_that_loses_to_a_delete_stops_after_reread(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", [NO_CONTENT, consumer_conflict("null", "1")])
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]
+
+
+def test_cache_size_zero_always_writes_as_new_consumer(wire, sleeps, consumer, rp):
+    client = reportclient.PlacementClient.from_endpoint(
+        URL,
+        token="t",
+        microversion="1.39",
+        cache_size=0,
+        retry=reportclient.default_retry(sleep=sleeps.append),
+    )
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert client.cached(consumer) is None
+    assert sent(wire, 1)["consumer_generation"] is None
+
+
+def test_evicted_consumer_costs_a_reread_not_a_wrong_write(wire, sleeps, rp):
+    client = reportclient.PlacementClient.from_endpoint(
+        URL,
+        token="t",
+        microversion="1.39",
+        cache_size=2,
+        retry=reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.0),
+    )
+    consumers = [
+        reportclient.models.validate_uuid(f"{i:08d}-0000-4000-8000-000000000000") for i in range(3)
+    ]
+    matcher = requests_mock.ANY
+    wire.put(matcher, **NO_CONTENT)
+    for c in consumers:
+        client.claim(c, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert client.cached(consumers[0]) is None
+    assert client.cached(consumers[1]) is not None
+    assert client.cache_stats().evictions == 1
+    wire.put(f"{URL}/allocations/{consumers[0]}", [consumer_conflict("1", "None"), NO_CONTENT])
+    wire.get(f"{URL}/allocations/{consumers[0]}", json=allocations_body({rp: VCPU_1}, 1))
+    wire.reset_mock()
+
+    client.claim(consumers[0], {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
+    assert sent(wire, 2)["consumer_generation"] == 1

@@ -1,0 +1,117 @@
+"""A write whose outcome is unknown is checked before anything else (behaviour 4)."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+import reportclient
+from tests.unit.conftest import (
+    MISSING,
+    NO_CONTENT,
+    PROJECT,
+    URL,
+    USER,
+    allocations_body,
+    calls,
+    sent,
+)
+
+VCPU_1 = {"VCPU": 1}
+
+
+def test_reset_connection_after_write_that_landed_is_success_without_second_write(
+    wire, client, consumer, rp
+):
+    wire.put(f"{URL}/allocations/{consumer}", exc=requests.exceptions.ConnectionError("reset"))
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 1))
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET"]
+    assert state.generation == 1
+    assert client.cached(consumer).generation == 1
+
+
+def test_timeout_after_write_that_did_not_land_writes_again_from_what_was_read(
+    wire, client, sleeps, consumer, rp
+):
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        [{"exc": requests.exceptions.ReadTimeout("slow")}, NO_CONTENT],
+    )
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
+    assert sent(wire, 2)["consumer_generation"] is None
+    assert state.generation == 1
+    assert len(sleeps) == 1
+
+
+@pytest.mark.parametrize("status", [502, 503, 504])
+def test_gateway_error_after_write_is_checked_by_reading(wire, client, consumer, rp, status):
+    wire.put(f"{URL}/allocations/{consumer}", status_code=status, text="<html>Bad gateway</html>")
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 1))
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET"]
+    assert state.allocations == {rp: VCPU_1}
+
+
+def test_lost_answer_to_cached_update_does_not_double_claim(wire, client, consumer, rp):
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        [NO_CONTENT, {"exc": requests.exceptions.ConnectionError("reset")}],
+    )
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 2}}, 2))
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    state = client.update_allocations(
+        consumer,
+        reportclient.add_allocations({rp: {"VCPU": 1}}),
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]
+    assert state.allocations == {rp: {"VCPU": 2}}
+    assert state.generation == 2
+
+
+def test_unreachable_placement_raises_unavailable_once_retries_are_spent(
+    wire, sleeps, consumer, rp
+):
+    policy = reportclient.default_retry(attempts=3, sleep=sleeps.append, rand=lambda: 1.0)
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=policy
+    )
+    wire.put(f"{URL}/allocations/{consumer}", exc=requests.exceptions.ConnectionError("refused"))
+    wire.get(f"{URL}/allocations/{consumer}", exc=requests.exceptions.ConnectionError("refused"))
+
+    with pytest.raises(reportclient.PlacementUnavailable) as err:
+        client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    # attempt 1: PUT, GET (both fail); attempts 2 and 3: the GET comes first
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "GET", "GET"]
+    assert sleeps == [0.05, 0.1]
+    assert err.value.consumer_uuid == consumer
+    assert isinstance(err.value.__cause__, Exception)
+
+
+def test_server_error_on_read_is_retried(wire, client, sleeps, consumer, rp):
+    wire.get(
+        f"{URL}/allocations/{consumer}",
+        [
+            {"status_code": 500, "text": "Internal Server Error"},
+            {"json": allocations_body({rp: VCPU_1}, 2)},
+        ],
+    )
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["GET", "GET", "PUT"]
+    assert sent(wire, 2)["consumer_generation"] == 2

@@ -1,0 +1,99 @@
+"""Microversion negotiation and what each version changes (behaviour 7)."""
+
+from __future__ import annotations
+
+import pytest
+
+import reportclient
+from tests.unit.conftest import NO_CONTENT, PROJECT, URL, USER, root_document, sent
+
+
+def unpinned(**kwargs):
+    return reportclient.PlacementClient.from_endpoint(URL, token="t", **kwargs)
+
+
+def test_negotiates_once_and_uses_highest_common_version(wire, consumer, rp):
+    wire.get(URL + "/", json=root_document("1.45"))
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    client = unpinned()
+
+    client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    assert [r.path for r in wire.request_history].count("/") == 1
+    put = wire.request_history[1]
+    assert put.headers["OpenStack-API-Version"] == "placement 1.39"
+    assert client.microversion == "1.39"
+
+
+def test_server_below_consumer_generations_is_refused(wire, consumer, rp):
+    wire.get(URL + "/", json=root_document("1.27"))
+    client = unpinned()
+
+    with pytest.raises(reportclient.MicroversionUnsupported) as err:
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert "1.28" in str(err.value)
+    assert "1.27" in str(err.value)
+    assert len(wire.request_history) == 1
+
+
+def test_version_between_128_and_137_omits_consumer_type(wire, consumer, rp):
+    wire.get(URL + "/", json=root_document("1.36"))
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    client = unpinned()
+
+    state = client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    body = sent(wire, 1)
+    assert "consumer_type" not in body
+    assert body["consumer_generation"] is None
+    assert state.consumer_type is None
+
+
+def test_consumer_type_is_sent_from_138(wire, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    client = unpinned(microversion="1.38")
+
+    client.claim(
+        consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER, consumer_type="MIGRATION"
+    )
+
+    assert sent(wire, 0)["consumer_type"] == "MIGRATION"
+    assert wire.request_history[0].headers["OpenStack-API-Version"] == "placement 1.38"
+
+
+def test_pinned_version_skips_negotiation(wire, consumer):
+    wire.get(f"{URL}/allocations/{consumer}", json={"allocations": {}})
+    client = unpinned(microversion="1.28")
+
+    client.get_allocations(consumer)
+
+    assert [r.path for r in wire.request_history] == [f"/allocations/{consumer}"]
+    assert wire.request_history[0].headers["OpenStack-API-Version"] == "placement 1.28"
+
+
+@pytest.mark.parametrize("pin", ["1.27", "1.40", "2.0", "one.two", ""])
+def test_pin_outside_supported_range_is_invalid_input(pin):
+    with pytest.raises(reportclient.InvalidInput):
+        unpinned(microversion=pin)
+
+
+def test_failed_negotiation_is_retried_on_next_call(wire, consumer):
+    wire.get(URL + "/", [{"status_code": 503, "text": "busy"}, {"json": root_document()}])
+    wire.get(f"{URL}/allocations/{consumer}", json={"allocations": {}})
+    client = unpinned()
+
+    with pytest.raises(reportclient.PlacementUnavailable):
+        client.get_allocations(consumer)
+    client.get_allocations(consumer)
+
+    assert client.microversion == "1.39"
+
+
+def test_unrecognised_root_document_is_a_placement_error(wire, consumer):
+    wire.get(URL + "/", json={"hello": "world"})
+    client = unpinned()
+
+    with pytest.raises(reportclient.PlacementError, match="unrecognised version document"):
+        client.get_allocations(consumer)

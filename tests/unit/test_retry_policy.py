@@ -1,0 +1,156 @@
+"""The retry policy: exact sleeps, attempt counts, replaceability, logging (behaviour 6)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import tenacity
+
+import reportclient
+from tests.unit.conftest import MISSING, NO_CONTENT, PROJECT, URL, USER, consumer_conflict
+
+
+def always_conflicting(wire, consumer):
+    wire.put(f"{URL}/allocations/{consumer}", **consumer_conflict("null", "1"))
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+
+def test_spent_retries_raise_generation_conflict_with_attempts_and_exact_sleeps(
+    wire, client, sleeps, consumer, rp
+):
+    always_conflicting(wire, consumer)
+
+    with pytest.raises(reportclient.GenerationConflict) as err:
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert err.value.attempts == 8
+    assert "after 8 attempt(s)" in str(err.value)
+    # full jitter pinned at 0.5: half of min(2.0, 0.05 * 2**(n-1))
+    assert sleeps == pytest.approx([0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.0])
+    assert err.value.consumer_conflict
+    assert err.value.code == "placement.concurrent_update"
+    assert [r.method for r in wire.request_history].count("PUT") == 8
+
+
+def test_user_policy_replaces_the_default(wire, sleeps, consumer, rp):
+    policy = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(3), wait=tenacity.wait_fixed(0.25), sleep=sleeps.append
+    )
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=policy
+    )
+    always_conflicting(wire, consumer)
+
+    with pytest.raises(reportclient.GenerationConflict) as err:
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert err.value.attempts == 3
+    assert sleeps == [0.25, 0.25]
+
+
+def test_user_policy_that_retries_everything_still_never_retries_capacity(
+    wire, sleeps, consumer, rp
+):
+    policy = tenacity.Retrying(stop=tenacity.stop_after_attempt(5), sleep=sleeps.append)
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=policy
+    )
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        status_code=409,
+        json={
+            "errors": [
+                {
+                    "status": 409,
+                    "title": "Conflict",
+                    "code": "placement.undefined_code",
+                    "detail": "Unable to allocate inventory: would exceed the capacity.",
+                }
+            ]
+        },
+    )
+
+    with pytest.raises(reportclient.CapacityExceeded):
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert len(wire.request_history) == 1
+    assert sleeps == []
+
+
+def test_no_retry_surfaces_the_first_conflict(wire, consumer, rp):
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=reportclient.NO_RETRY
+    )
+    always_conflicting(wire, consumer)
+
+    with pytest.raises(reportclient.GenerationConflict) as err:
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert err.value.attempts == 1
+    assert len(wire.request_history) == 1
+
+
+def test_retries_are_logged_at_warning_with_consumer_and_attempt(
+    wire, client, consumer, rp, caplog
+):
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("null", "1"), NO_CONTENT])
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    with caplog.at_level(logging.WARNING, logger="reportclient"):
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert consumer in warnings[0].getMessage()
+    assert "attempt 1" in warnings[0].getMessage()
+
+
+def test_user_before_sleep_hook_still_runs(wire, sleeps, consumer, rp):
+    seen: list[int] = []
+    policy = reportclient.default_retry(sleep=sleeps.append).copy(
+        before_sleep=lambda state: seen.append(state.attempt_number)
+    )
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=policy
+    )
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("null", "1"), NO_CONTENT])
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert seen == [1]
+
+
+def test_deadline_stops_retrying(wire, consumer, rp, monkeypatch):
+    clock = [0.0]
+
+    def fake_sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    # tenacity measures the deadline on time.monotonic; drive it by our sleeps
+    monkeypatch.setattr(tenacity.time, "monotonic", lambda: clock[0])
+    policy = reportclient.default_retry(
+        attempts=100, deadline=1.0, base=0.4, cap=0.4, sleep=fake_sleep, rand=lambda: 1.0
+    )
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=policy
+    )
+    always_conflicting(wire, consumer)
+
+    with pytest.raises(reportclient.GenerationConflict) as err:
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    # sleeps at 0.4 and 0.8; the attempt at 1.2 is past the deadline
+    assert err.value.attempts == 4
+    assert clock[0] == pytest.approx(1.2)
+
+
+def test_wait_full_jitter_grows_and_caps():
+    wait = reportclient.wait_full_jitter(base=0.1, cap=0.5, rand=lambda: 1.0)
+    delays = []
+    for n in range(1, 6):
+        state = tenacity.RetryCallState(None, None, (), {})
+        state.attempt_number = n
+        delays.append(wait(state))
+    assert delays == pytest.approx([0.1, 0.2, 0.4, 0.5, 0.5])
