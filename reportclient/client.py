@@ -256,10 +256,12 @@ class PlacementClient:
         def log_retry(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             LOG.warning(
-                "consumer %s: attempt %d failed (%s); retrying in %.3fs",
+                "consumer %s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
                 consumer,
                 state.attempt_number,
-                exc,
+                type(exc).__name__,
+                getattr(exc, "detail", None) or getattr(exc, "message", exc),
+                getattr(exc, "request_id", None),
                 state.upcoming_sleep,
             )
             if user_hook is not None:

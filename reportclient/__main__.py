@@ -1,0 +1,7 @@
+"""``python -m reportclient demo``."""
+
+import sys
+
+from reportclient.cli import main
+
+sys.exit(main())

@@ -1,0 +1,254 @@
+"""The shelve race, replayed against a Placement and narrated.
+
+A scheduler claims an instance (its client caches generation 1), another
+service wipes the instance's allocations while shelve-offloading it (which
+deletes the consumer), and the scheduler claims again for the unshelve with
+its stale generation. reportclient recovers; the same story with retries
+switched off shows the failure a client without recovery hits.
+
+This module is an application of the library, not part of it: it is only
+imported by the ``reportclient`` console script.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from urllib.parse import urlsplit
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import requests
+import tenacity
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+
+from reportclient.client import PlacementClient
+from reportclient.errors import GenerationConflict, PlacementError
+from reportclient.retry import NO_RETRY
+
+__all__ = ["Backend", "run_demo"]
+
+PROJECT = "demo-project"
+USER = "demo-user"
+FLAVOR = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
+INVENTORY = {
+    "VCPU": {"total": 16, "max_unit": 16},
+    "MEMORY_MB": {"total": 32768, "max_unit": 32768},
+    "DISK_GB": {"total": 500, "max_unit": 500},
+}
+
+
+@dataclass
+class Backend:
+    """Where the story runs: a Placement root URL, its token, and a mount.
+
+    ``mount`` adds an in-process transport to a ``requests.Session`` (the
+    fake Placement); None means real HTTP.
+    """
+
+    name: str
+    url: str
+    token: str
+    mount: Callable[[requests.Session], None] | None = None
+
+    def session(self) -> ks_session.Session:
+        """A keystoneauth1 Session that reaches this backend."""
+        session = ks_session.Session(auth=token_endpoint.Token(self.url, self.token))
+        if self.mount is not None:
+            self.mount(session.session)
+        return session
+
+
+@contextlib.contextmanager
+def open_backend(kind: str, url: str | None, token: str) -> Iterator[Backend]:
+    """Start (and afterwards stop) the Placement the demo talks to.
+
+    :raises RuntimeError: when the embedded Placement is not installed.
+    """
+    if url is not None:
+        yield Backend(f"Placement at {url}", url.rstrip("/"), token)
+    elif kind == "fake":
+        from reportclient.fixture import FakePlacement
+
+        fake = FakePlacement()
+        adapter = fake.transport_adapter()
+        yield Backend(
+            "the fake Placement (reportclient.fixture)",
+            fake.url,
+            "admin",
+            lambda session: session.mount(fake.url, adapter),
+        )
+    else:
+        try:
+            from reportclient.testing import EmbeddedPlacement
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise RuntimeError(
+                "the embedded Placement needs the 'placement' extra: "
+                "pip install 'reportclient[placement]' (or run: tox -e demo)"
+            ) from exc
+        with EmbeddedPlacement() as placement:
+            yield Backend(
+                f"the real openstack-placement, embedded at {placement.url}",
+                placement.url,
+                placement.token,
+            )
+
+
+class Narrator:
+    """Prints one line per HTTP exchange an actor makes."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.exchanges = 0
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out)
+
+    def hook(self, actor: str) -> Callable[..., requests.Response]:
+        def on_response(resp: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+            self.exchanges += 1
+            self.say(f"    {actor:<13}{_describe(resp)}")
+            return resp
+
+        return on_response
+
+
+def _describe(resp: requests.Response) -> str:
+    request = resp.request
+    path = urlsplit(request.url or "").path or "/"
+    line = f"{request.method} {_shorten(path)} -> {resp.status_code}"
+    sent = _json(request.body)
+    if isinstance(sent, dict) and "consumer_generation" in sent:
+        allocations = "{}" if not sent.get("allocations") else "allocations"
+        line += f"  sent {allocations} with generation {json.dumps(sent['consumer_generation'])}"
+    seen = _json(resp.content)
+    if isinstance(seen, dict):
+        if seen.get("errors"):
+            error = seen["errors"][0]
+            detail = " ".join(str(error.get("detail", "")).split())
+            detail = detail.replace(
+                "There was a conflict when trying to complete your request. ", ""
+            )
+            line += f"  [{error.get('code')}] {detail}"
+        elif request.method == "GET" and "allocations" in seen:
+            generation = seen.get("consumer_generation")
+            line += f"  saw generation {json.dumps(generation)}"
+            if generation is None:
+                line += " (consumer does not exist)"
+    return line
+
+
+def _json(raw: Any) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError):
+        return None
+
+
+def _shorten(path: str) -> str:
+    parts = [p[:8] + "…" if len(p) == 36 else p for p in path.split("/")]
+    return "/".join(parts)
+
+
+def _client(
+    backend: Backend, narrator: Narrator, actor: str, retry: tenacity.Retrying | None
+) -> tuple[PlacementClient, ks_adapter.Adapter]:
+    session = backend.session()
+    session.session.hooks["response"].append(narrator.hook(actor))
+    adapter = ks_adapter.Adapter(session, service_type="placement", endpoint_override=backend.url)
+    return PlacementClient(adapter, retry=retry), adapter
+
+
+def _create_compute_node(adapter: ks_adapter.Adapter) -> str:
+    rp = str(uuid.uuid4())
+    headers = {"OpenStack-API-Version": "placement 1.39"}
+    resp = adapter.post(
+        "/resource_providers",
+        json={"name": f"demo-compute-{rp[:8]}", "uuid": rp},
+        headers=headers,
+        raise_exc=False,
+    )
+    if resp.status_code != 200:
+        raise PlacementError(f"could not create the demo provider: {resp.status_code} {resp.text}")
+    inventories = {
+        rc: {"total": inv["total"], "max_unit": inv["max_unit"]} for rc, inv in INVENTORY.items()
+    }
+    resp = adapter.put(
+        f"/resource_providers/{rp}/inventories",
+        json={"resource_provider_generation": 0, "inventories": inventories},
+        headers=headers,
+        raise_exc=False,
+    )
+    if resp.status_code != 200:
+        raise PlacementError(f"could not set demo inventory: {resp.status_code} {resp.text}")
+    return rp
+
+
+def _story(
+    backend: Backend, narrator: Narrator, retry: tenacity.Retrying | None, compute_node: str
+) -> bool:
+    """Schedule, shelve-offload, unshelve. True when the unshelve claim held."""
+    scheduler, _ = _client(backend, narrator, "scheduler", retry)
+    compute, _ = _client(backend, narrator, "nova-compute", None)
+    instance = str(uuid.uuid4())
+    claim = {compute_node: FLAVOR}
+
+    narrator.say(f"  1. schedule instance {instance[:8]}…: the scheduler claims {FLAVOR}")
+    state = scheduler.claim(instance, claim, project_id=PROJECT, user_id=USER)
+    narrator.say(f"       scheduler now caches generation {state.generation}")
+    narrator.say("  2. shelve-offload: nova-compute empties the allocations (deletes the consumer)")
+    compute.release(instance)
+    narrator.say("  3. unshelve: the scheduler claims again, its cached generation is stale")
+    try:
+        state = scheduler.claim(instance, claim, project_id=PROJECT, user_id=USER)
+    except GenerationConflict as exc:
+        narrator.say(f"       FAILED after {exc.attempts} attempt(s): {exc}")
+        return False
+    final = compute.get_allocations(instance)
+    held = final.allocations == {compute_node: FLAVOR} and final.generation == 1
+    narrator.say(
+        f"       RECOVERED: Placement holds {dict(final.allocations.get(compute_node, {}))} "
+        f"at generation {final.generation}"
+    )
+    return held
+
+
+def run_demo(
+    kind: str = "embedded",
+    url: str | None = None,
+    token: str = "admin",  # noqa: S107 - noauth2 user name
+    out: TextIO | None = None,
+) -> int:
+    """Run the story twice (with and without retries); 0 when reportclient recovered."""
+    import sys
+
+    narrator = Narrator(out or sys.stdout)
+    with open_backend(kind, url, token) as backend:
+        narrator.say(f"reportclient demo: the shelve race against {backend.name}")
+        setup, setup_adapter = _client(backend, narrator, "setup", None)
+        narrator.say(f"  negotiated microversion {setup.microversion}")
+        compute_node = _create_compute_node(setup_adapter)
+        narrator.say()
+        narrator.say("With reportclient (default retry policy):")
+        recovered = _story(backend, narrator, None, compute_node)
+        narrator.say()
+        narrator.say("Without recovery (retries disabled, as a client that does not retry):")
+        failed_without = not _story(backend, narrator, NO_RETRY, compute_node)
+    narrator.say()
+    if recovered and failed_without:
+        narrator.say(
+            "OK: reportclient recovered from the stale generation; without it the "
+            "unshelve claim failed."
+        )
+        return 0
+    narrator.say(
+        "UNEXPECTED: "
+        + ("recovery failed" if not recovered else "the no-retry client did not hit the conflict")
+    )
+    return 1
