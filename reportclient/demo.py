@@ -15,10 +15,10 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from urllib.parse import urlsplit
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import requests
 import tenacity

@@ -13,7 +13,7 @@ import requests_mock
 import reportclient
 
 URL = "http://placement.test"
-TOKEN = "s3cr3t-token-value"  # noqa: S105 - a test token; asserted absent from logs
+TOKEN = "s3cr3t-token-value"  # a test token; asserted absent from logs
 PROJECT = "project-a"
 USER = "user-a"
 

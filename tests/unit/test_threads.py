@@ -7,7 +7,7 @@ import threading
 import requests_mock
 
 import reportclient
-from tests.unit.conftest import NO_CONTENT, PROJECT, URL, USER, new_uuid
+from tests.unit.conftest import NO_CONTENT, PROJECT, USER, new_uuid
 
 THREADS = 8
 CLAIMS_PER_THREAD = 25
