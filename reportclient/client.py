@@ -28,7 +28,12 @@ from reportclient.models import (
     validate_uuid,
 )
 from reportclient.retry import default_retry
-from reportclient.transport import CONSUMER_TYPE_VERSION, Transport, format_version
+from reportclient.transport import (
+    CONSUMER_TYPE_VERSION,
+    Transport,
+    format_version,
+    validate_request_id,
+)
 
 __all__ = ["Mutator", "PlacementClient"]
 
@@ -123,15 +128,23 @@ class PlacementClient:
         """What the cache holds for a consumer; None when nothing is cached."""
         return self._cache.get(validate_uuid(consumer_uuid))
 
-    def get_allocations(self, consumer_uuid: str) -> ConsumerAllocations:
+    def get_allocations(
+        self, consumer_uuid: str, *, global_request_id: str | None = None
+    ) -> ConsumerAllocations:
         """Read a consumer from Placement and refresh the cache.
 
         A consumer Placement does not hold comes back with
         ``generation=None`` and no allocations.
+
+        :param global_request_id: ``req-<uuid4>`` for this call, overriding
+            the client's (every call below takes it too).
         """
         validate_uuid(consumer_uuid)
         reply = self._transport.request(
-            "GET", f"/allocations/{consumer_uuid}", consumer_uuid=consumer_uuid
+            "GET",
+            f"/allocations/{consumer_uuid}",
+            consumer_uuid=consumer_uuid,
+            global_request_id=validate_request_id(global_request_id),
         )
         state = ConsumerAllocations.from_json(consumer_uuid, reply.body or {})
         self._cache.put(state)
@@ -145,6 +158,7 @@ class PlacementClient:
         project_id: str,
         user_id: str,
         consumer_type: str | None = None,
+        global_request_id: str | None = None,
     ) -> ConsumerAllocations:
         """Make the consumer hold exactly ``allocations``.
 
@@ -159,6 +173,7 @@ class PlacementClient:
             project_id=project_id,
             user_id=user_id,
             consumer_type=consumer_type,
+            global_request_id=global_request_id,
         )
 
     def update_allocations(
@@ -169,6 +184,7 @@ class PlacementClient:
         project_id: str,
         user_id: str,
         consumer_type: str | None = None,
+        global_request_id: str | None = None,
     ) -> ConsumerAllocations:
         """Read-modify-write a consumer's allocations.
 
@@ -184,16 +200,18 @@ class PlacementClient:
         validate_uuid(consumer_uuid)
         validate_owner(project_id, user_id)
         ctype = validate_consumer_type(consumer_type or _DEFAULT_CONSUMER_TYPE)
-        return self._run(consumer_uuid, mutate, (project_id, user_id), ctype)
+        request_id = validate_request_id(global_request_id)
+        return self._run(consumer_uuid, mutate, (project_id, user_id), ctype, request_id)
 
-    def release(self, consumer_uuid: str) -> None:
+    def release(self, consumer_uuid: str, *, global_request_id: str | None = None) -> None:
         """Remove all of a consumer's allocations, guarded by its generation.
 
         Unlike ``DELETE /allocations``, a concurrent writer is never
         overwritten blindly. A consumer that is already gone is not an error.
         """
         validate_uuid(consumer_uuid)
-        self._run(consumer_uuid, lambda _current: {}, None, None)
+        request_id = validate_request_id(global_request_id)
+        self._run(consumer_uuid, lambda _current: {}, None, None, request_id)
 
     def _run(
         self,
@@ -201,6 +219,7 @@ class PlacementClient:
         mutate: Mutator,
         owner: tuple[str, str] | None,
         ctype: str | None,
+        request_id: str | None,
     ) -> ConsumerAllocations:
         """The retry loop shared by claims, updates and releases.
 
@@ -219,7 +238,10 @@ class PlacementClient:
                 if prefetched is not None:
                     current, fresh, prefetched = prefetched, True, None
                 elif need_read:
-                    current, fresh = self.get_allocations(consumer), True
+                    current, fresh = (
+                        self.get_allocations(consumer, global_request_id=request_id),
+                        True,
+                    )
                 else:
                     known = cached if number == 1 else self._cache.get(consumer)
                     # Optimistic: a consumer nobody told us about is new.
@@ -232,7 +254,9 @@ class PlacementClient:
                     return current
                 try:
                     type_sent = (ctype or current.consumer_type) if send_type else None
-                    return self._write(current, desired, write_owner, type_sent, send_type)
+                    return self._write(
+                        current, desired, write_owner, type_sent, send_type, request_id
+                    )
                 except GenerationConflict as exc:
                     self._cache.discard(consumer)
                     need_read = True
@@ -242,7 +266,7 @@ class PlacementClient:
                     # The write may have landed: look before writing again.
                     self._cache.discard(consumer)
                     need_read = True
-                    reread = self.get_allocations(consumer)
+                    reread = self.get_allocations(consumer, global_request_id=request_id)
                     if reread.allocations == desired and reread.exists == bool(desired):
                         LOG.info("consumer %s: lost answer, but the write had landed", consumer)
                         return reread
@@ -280,6 +304,7 @@ class PlacementClient:
         owner: tuple[str, str],
         ctype: str | None,
         send_type: bool,
+        request_id: str | None,
     ) -> ConsumerAllocations:
         consumer = current.consumer_uuid
         body: dict[str, Any] = {
@@ -291,7 +316,11 @@ class PlacementClient:
         if send_type:
             body["consumer_type"] = ctype or _DEFAULT_CONSUMER_TYPE
         self._transport.request(
-            "PUT", f"/allocations/{consumer}", json=body, consumer_uuid=consumer
+            "PUT",
+            f"/allocations/{consumer}",
+            json=body,
+            consumer_uuid=consumer,
+            global_request_id=request_id,
         )
         if desired:
             # Placement answers 204 without a body; its generation rule is

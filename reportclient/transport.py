@@ -68,6 +68,16 @@ def format_version(version: Microversion) -> str:
     return f"{version[0]}.{version[1]}"
 
 
+def validate_request_id(value: str | None) -> str | None:
+    """Return ``value`` if it is None or a ``req-<uuid4>`` global request id.
+
+    :raises InvalidInput: otherwise; Placement would silently ignore it.
+    """
+    if value is not None and (not isinstance(value, str) or not _GLOBAL_REQUEST_ID.match(value)):
+        raise InvalidInput(f"global_request_id must look like req-<uuid4>, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A successful response: status, parsed JSON body (or None), request id."""
@@ -105,11 +115,7 @@ class Transport:
                     f" and {format_version(MAX_VERSION)}, got {microversion}"
                 )
             self._version = pinned
-        if global_request_id is not None and not _GLOBAL_REQUEST_ID.match(global_request_id):
-            raise InvalidInput(
-                f"global_request_id must look like req-<uuid4>, got {global_request_id!r}"
-            )
-        self._global_request_id = global_request_id
+        self._global_request_id = validate_request_id(global_request_id)
 
     def __repr__(self) -> str:
         version = format_version(self._version) if self._version else "unnegotiated"
@@ -163,14 +169,21 @@ class Transport:
         *,
         json: Any = None,
         consumer_uuid: str | None = None,
+        global_request_id: str | None = None,
     ) -> Reply:
         """Send one request at the version in use.
 
+        :param global_request_id: overrides the transport's for this request.
         :raises PlacementError: (a subclass where one fits) for any answer
             of 400 or more, and for failures to reach the server.
         """
         return self._send(
-            method, path, version=self.microversion, json=json, consumer_uuid=consumer_uuid
+            method,
+            path,
+            version=self.microversion,
+            json=json,
+            consumer_uuid=consumer_uuid,
+            global_request_id=global_request_id,
         )
 
     def _send(
@@ -181,6 +194,7 @@ class Transport:
         version: Microversion | None,
         json: Any = None,
         consumer_uuid: str | None = None,
+        global_request_id: str | None = None,
     ) -> Reply:
         kwargs: dict[str, Any] = {
             "raise_exc": False,
@@ -192,8 +206,9 @@ class Transport:
         if version is not None:
             kwargs["microversion"] = format_version(version)
             kwargs["microversion_service_type"] = "placement"
-        if self._global_request_id is not None:
-            kwargs["global_request_id"] = self._global_request_id
+        request_id = global_request_id or self._global_request_id
+        if request_id is not None:
+            kwargs["global_request_id"] = request_id
         started = time.perf_counter()
         try:
             resp = self._adapter.request(path, method, **kwargs)

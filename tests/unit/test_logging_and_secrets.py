@@ -66,3 +66,26 @@ def test_global_request_id_is_sent_with_every_request(wire, consumer, rp):
     client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
     assert wire.request_history[0].headers["X-OpenStack-Request-ID"] == REQ
+
+
+def test_per_call_global_request_id_overrides_the_clients(wire, consumer, rp):
+    other = "req-44444444-4444-4444-8444-444444444444"
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", global_request_id=REQ
+    )
+
+    client.claim(
+        consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER, global_request_id=other
+    )
+    client.get_allocations(consumer)
+
+    assert wire.request_history[0].headers["X-OpenStack-Request-ID"] == other
+    assert wire.request_history[1].headers["X-OpenStack-Request-ID"] == REQ
+
+
+def test_malformed_per_call_global_request_id_is_invalid_input(wire, client, consumer):
+    with pytest.raises(reportclient.InvalidInput, match="global_request_id"):
+        client.get_allocations(consumer, global_request_id="abc")
+    assert wire.request_history == []
