@@ -8,7 +8,9 @@ never replays a body built from stale state.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +46,7 @@ Mutator = Callable[[ConsumerAllocations], Allocations]
 
 _RETRIABLE = (GenerationConflict, PlacementUnavailable)
 _DEFAULT_CONSUMER_TYPE = "INSTANCE"
+_TYPE = re.compile(r"^[A-Z0-9_]+$")
 
 
 class PlacementClient:
@@ -192,6 +195,9 @@ class PlacementClient:
         attempt starts from (cached, assumed new, or just read after a
         conflict) and returns what the consumer should hold.
 
+        ``consumer_type`` (sent from microversion 1.38) defaults to the
+        consumer's own type, or ``INSTANCE`` for a new consumer.
+
         :raises InvalidInput: before any request, for malformed input.
         :raises CapacityExceeded: a provider lacks room; not retried.
         :raises GenerationConflict: conflicts outlasted the retry policy.
@@ -199,7 +205,7 @@ class PlacementClient:
         """
         validate_uuid(consumer_uuid)
         validate_owner(project_id, user_id)
-        ctype = validate_consumer_type(consumer_type or _DEFAULT_CONSUMER_TYPE)
+        ctype = None if consumer_type is None else validate_consumer_type(consumer_type)
         request_id = validate_request_id(global_request_id)
         return self._run(consumer_uuid, mutate, (project_id, user_id), ctype, request_id)
 
@@ -223,12 +229,14 @@ class PlacementClient:
     ) -> ConsumerAllocations:
         """The retry loop shared by claims, updates and releases.
 
-        ``owner`` None means "keep the consumer's own owner", which needs
-        a known state, so such a run reads first unless the cache knows it.
+        ``owner`` None means "keep the consumer's own owner" (a release,
+        whose empty write is preceded by a read unless the cache knows the
+        consumer exists).
         """
         cached = self._cache.get(consumer)
-        need_read = owner is None and (cached is None or not cached.exists)
+        need_read = False
         prefetched: ConsumerAllocations | None = None
+        hint: int | None = None
         for attempt in self._policy(consumer):
             with attempt:
                 number = attempt.retry_state.attempt_number
@@ -238,28 +246,32 @@ class PlacementClient:
                 if prefetched is not None:
                     current, fresh, prefetched = prefetched, True, None
                 elif need_read:
-                    current, fresh = (
-                        self.get_allocations(consumer, global_request_id=request_id),
-                        True,
-                    )
+                    current, fresh = self._read(consumer, request_id, hint), True
                 else:
                     known = cached if number == 1 else self._cache.get(consumer)
                     # Optimistic: a consumer nobody told us about is new.
                     current, fresh = known or ConsumerAllocations.missing(consumer), False
                 desired = normalize_allocations(mutate(current))
+                if not desired and not fresh and not current.exists:
+                    # Emptying a consumer we believe missing: an empty write
+                    # as a new consumer would leave Placement an invisible
+                    # generation-0 record if it is, so look instead.
+                    current, fresh = self._read(consumer, request_id, hint), True
+                    desired = normalize_allocations(mutate(current))
                 if owner is None and not current.exists and fresh:
                     return current
                 write_owner = owner or _owner_of(current)
                 if fresh and _already_holds(current, desired, write_owner, ctype):
                     return current
                 try:
-                    type_sent = (ctype or current.consumer_type) if send_type else None
+                    type_sent = _type_to_send(ctype, current) if send_type else None
                     return self._write(
                         current, desired, write_owner, type_sent, send_type, request_id
                     )
                 except GenerationConflict as exc:
                     self._cache.discard(consumer)
                     need_read = True
+                    hint = exc.server_generation
                     exc.attempts = number
                     raise
                 except PlacementUnavailable:
@@ -273,6 +285,18 @@ class PlacementClient:
                     prefetched = reread
                     raise
         raise AssertionError("unreachable: the retry policy neither returned nor raised")
+
+    def _read(self, consumer: str, request_id: str | None, hint: int | None) -> ConsumerAllocations:
+        """Read a consumer, trusting a conflict's "expected N" over an empty GET.
+
+        Placement keeps a generation for a consumer that was written empty
+        while it did not exist, yet GET shows that consumer as missing; only
+        the conflict's detail reveals the generation it expects.
+        """
+        state = self.get_allocations(consumer, global_request_id=request_id)
+        if hint is not None and not state.exists and not state.allocations:
+            return dataclasses.replace(state, generation=hint)
+        return state
 
     def _policy(self, consumer: str) -> tenacity.Retrying:
         user_hook = self._retry.before_sleep
@@ -338,6 +362,19 @@ class PlacementClient:
             new = ConsumerAllocations.missing(consumer)
         self._cache.put(new)
         return new
+
+
+def _type_to_send(requested: str | None, current: ConsumerAllocations) -> str:
+    """The caller's type, else the consumer's own, else INSTANCE.
+
+    Consumers written before 1.38 read back as ``unknown``, which Placement
+    refuses on a write, so only a valid type is carried over.
+    """
+    if requested is not None:
+        return requested
+    if current.consumer_type is not None and _TYPE.match(current.consumer_type):
+        return current.consumer_type
+    return _DEFAULT_CONSUMER_TYPE
 
 
 def _owner_of(state: ConsumerAllocations) -> tuple[str, str]:

@@ -110,6 +110,18 @@ class GenerationConflict(PlacementError):
         """True when Placement reported a consumer generation mismatch."""
         return bool(self.detail and _CONSUMER_CONFLICT.search(self.detail))
 
+    @property
+    def server_generation(self) -> int | None:
+        """The generation Placement said it holds ("expected N"), if it said one.
+
+        None for "expected null" and for conflicts that are not about the
+        consumer generation.
+        """
+        match = _CONSUMER_CONFLICT.search(self.detail or "")
+        if match and match.group(1).isdigit():
+            return int(match.group(1))
+        return None
+
     def __str__(self) -> str:
         return f"{super().__str__()} after {self.attempts} attempt(s)"
 

@@ -230,8 +230,9 @@ class Transport:
                 consumer_uuid=consumer_uuid,
             ) from exc
         elapsed = (time.perf_counter() - started) * 1000
-        request_id = resp.headers.get("openstack-request-id") or resp.headers.get(
-            "x-openstack-request-id"
+        # Placement 16.0.0 sends only the x- spelling; proxies may rename it.
+        request_id = resp.headers.get("x-openstack-request-id") or resp.headers.get(
+            "openstack-request-id"
         )
         LOG.debug(
             "%s %s -> %s (placement %s, %s, %.1f ms)",

@@ -56,7 +56,7 @@ def consumer_conflict(expected: str, got: str) -> dict[str, Any]:
     return {
         "status_code": 409,
         "json": error_body(409, detail, "placement.concurrent_update"),
-        "headers": {"openstack-request-id": "req-11111111-1111-4111-8111-111111111111"},
+        "headers": {"x-openstack-request-id": "req-11111111-1111-4111-8111-111111111111"},
     }
 
 

@@ -281,3 +281,52 @@ def test_evicted_consumer_costs_a_reread_not_a_wrong_write(wire, sleeps, rp):
 
     assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
     assert sent(wire, 2)["consumer_generation"] == 1
+
+
+def test_emptying_an_unknown_consumer_reads_instead_of_writing(wire, client, consumer):
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    state = client.claim(consumer, {}, project_id=PROJECT, user_id=USER)
+
+    assert calls(wire) == [("GET", f"/allocations/{consumer}")]
+    assert not state.exists
+
+
+def test_invisible_generation_zero_consumer_is_written_with_the_generation_from_the_conflict(
+    wire, client, consumer, rp
+):
+    """Placement keeps generation 0 for a consumer written empty while missing; GET hides it."""
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("0", "None"), NO_CONTENT])
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
+    assert sent(wire, 2)["consumer_generation"] == 0
+    assert state.generation == 1
+
+
+def test_update_without_consumer_type_keeps_the_consumers_own(wire, client, consumer, rp):
+    body = allocations_body({rp: VCPU_1}, 2)
+    body["consumer_type"] = "MIGRATION"
+    wire.get(f"{URL}/allocations/{consumer}", json=body)
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    client.get_allocations(consumer)
+
+    client.update_allocations(
+        consumer, reportclient.add_allocations({rp: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
+    )
+
+    assert sent(wire, 1)["consumer_type"] == "MIGRATION"
+
+
+def test_pre_138_unknown_type_is_not_carried_into_a_write(wire, client, consumer, rp):
+    body = allocations_body({rp: VCPU_1}, 2)
+    body["consumer_type"] = "unknown"
+    wire.get(f"{URL}/allocations/{consumer}", json=body)
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    client.get_allocations(consumer)
+
+    client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    assert sent(wire, 1)["consumer_type"] == "INSTANCE"

@@ -17,7 +17,7 @@ def test_400_schema_error_is_placement_error_with_code_detail_and_request_id(
         f"{URL}/allocations/{consumer}",
         status_code=400,
         json=error_body(400, "JSON does not validate: 0 is less than the minimum of 1"),
-        headers={"openstack-request-id": REQ},
+        headers={"x-openstack-request-id": REQ},
     )
 
     with pytest.raises(reportclient.PlacementError) as err:

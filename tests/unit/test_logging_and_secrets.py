@@ -16,7 +16,7 @@ REQ = "req-33333333-3333-4333-8333-333333333333"
 def test_each_request_is_logged_at_debug_with_method_path_status_version_and_id(
     wire, client, consumer, caplog
 ):
-    wire.get(f"{URL}/allocations/{consumer}", headers={"openstack-request-id": REQ}, **MISSING)
+    wire.get(f"{URL}/allocations/{consumer}", headers={"x-openstack-request-id": REQ}, **MISSING)
 
     with caplog.at_level(logging.DEBUG, logger="reportclient"):
         client.get_allocations(consumer)
