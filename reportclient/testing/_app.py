@@ -1,0 +1,87 @@
+"""Build the real Placement WSGI application from an in-code oslo.config object.
+
+Shared by :class:`~reportclient.testing.EmbeddedPlacement` (in-memory SQLite, in this
+process) and the ``_serve`` child process behind :class:`~reportclient.testing.PlacementServer`
+(file SQLite). Placement is imported lazily so that ``import reportclient.testing`` stays cheap
+and :class:`~reportclient.testing.PlacementAdmin` works without ``openstack-placement``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
+
+#: Token accepted by Placement's ``noauth2`` middleware as an admin user.
+ADMIN_TOKEN = "admin"  # noqa: S105 - noauth2 user name, not a secret
+
+WSGIApp = Callable[..., Any]
+
+
+def build_conf(connection: str) -> cfg.ConfigOpts:
+    """Return a private Placement config using ``noauth2`` and the given DB connection.
+
+    A fresh ``ConfigOpts`` (not the global ``cfg.CONF``) is used and no config files or
+    directories are read, so a ``/etc/placement/placement.conf`` on the host cannot leak in.
+    """
+    from oslo_config import cfg
+    from placement import conf as placement_conf
+
+    conf = cfg.ConfigOpts()
+    root = logging.getLogger()
+    handlers_before = list(root.handlers)
+    placement_conf.register_opts(conf)
+    # oslo.log's register_options adds a "temporary" stderr handler to the root logger when it
+    # has none, expecting oslo.log's setup() to replace it later. We never call setup(), so
+    # remove it again: otherwise every Placement INFO line would be printed to the test's stderr.
+    for handler in list(root.handlers):
+        if handler not in handlers_before:
+            root.removeHandler(handler)
+    # Overrides must exist before parsing: the DB connection is a required option.
+    conf.set_override("auth_strategy", "noauth2", group="api")
+    conf.set_override("connection", connection, group="placement_database")
+    # Schema creation is done explicitly by the callers (create_all for memory, alembic for
+    # files), so the app must not run migrations itself on every load.
+    conf.set_override("sync_on_startup", False, group="placement_database")
+    conf([], default_config_files=[], default_config_dirs=[])
+    return conf
+
+
+def reset_process_globals() -> None:
+    """Forget Placement's once-per-process state so a new database gets its first-start sync.
+
+    ``trait.ensure_sync`` and ``resource_class.ensure_sync`` skip work once a module-level flag
+    is set; a second embedded instance (new, empty in-memory DB) in the same process would
+    otherwise have no standard traits or resource classes at all. The policy enforcer is a
+    global bound to the old conf object, so it is dropped as well.
+    """
+    from placement import policy
+    from placement.objects import resource_class, trait
+
+    trait._TRAITS_SYNCED = False
+    resource_class._RESOURCE_CLASSES_SYNCED = False
+    policy.reset()
+
+
+def load_app(conf: cfg.ConfigOpts) -> WSGIApp:
+    """Build the Placement WSGI pipeline; also inserts standard traits/resource classes.
+
+    ``deploy.loadapp`` runs ``update_database`` synchronously in the calling thread, so when this
+    returns the first-start inserts are committed and the server may start accepting requests.
+    """
+    from placement import deploy
+
+    reset_process_globals()
+    app: WSGIApp = deploy.loadapp(conf)
+    return app
+
+
+def max_microversion() -> str:
+    """Return the highest microversion the installed Placement supports, e.g. ``"1.39"``."""
+    from placement import microversion
+
+    version: str = microversion.max_version_string()
+    return version
