@@ -274,11 +274,19 @@ class PlacementClient:
                     hint = exc.server_generation
                     exc.attempts = number
                     raise
-                except PlacementUnavailable:
+                except PlacementUnavailable as write_error:
+                    if not write_error.outcome_unknown:
+                        raise  # nothing reached Placement; what we knew still holds
                     # The write may have landed: look before writing again.
                     self._cache.discard(consumer)
                     need_read = True
-                    reread = self.get_allocations(consumer, global_request_id=request_id)
+                    try:
+                        reread = self._read(consumer, request_id, hint)
+                    except PlacementUnavailable:
+                        # The caller's question is the write's fate, so the
+                        # write's error is the one raised (the read's is its
+                        # __context__).
+                        raise write_error from write_error.__cause__
                     if reread.allocations == desired and reread.exists == bool(desired):
                         LOG.info("consumer %s: lost answer, but the write had landed", consumer)
                         return reread

@@ -127,7 +127,12 @@ class GenerationConflict(PlacementError):
 
 
 class CapacityExceeded(PlacementError):
-    """A provider lacks the capacity asked for; retrying cannot help."""
+    """Placement refused to allocate the inventory asked for; retrying cannot help.
+
+    Raised for every "Unable to allocate inventory" 409: more than the
+    capacity left, an amount outside min_unit/max_unit/step_size, or a
+    resource class the provider has no inventory of. ``detail`` says which.
+    """
 
 
 class PlacementUnavailable(PlacementError):
@@ -151,13 +156,20 @@ def _first_error(body: Any) -> dict[str, Any]:
         errors = body.get("errors")
         if isinstance(errors, list) and errors and isinstance(errors[0], dict):
             return errors[0]
+        if isinstance(body.get("title"), str):
+            # noauth2's 401 is webob's plain format: title, message, "401 ..." code.
+            message = body.get("message")
+            return {"title": body["title"], "detail": message if isinstance(message, str) else ""}
     return {}
 
 
 def _clean_detail(detail: str) -> str:
-    # Placement wraps details in a fixed preamble and stray whitespace.
-    detail = detail.replace("There was a conflict when trying to complete your request.", "")
-    return " ".join(detail.split())
+    # webob puts its stock sentence for the status ("There was a conflict
+    # when trying to complete your request.") before Placement's own words.
+    head, sep, tail = detail.partition("\n\n")
+    if sep and tail.strip() and head.rstrip().endswith(".") and "\n" not in head.strip():
+        detail = tail
+    return " ".join(detail.replace("<br />", " ").split())
 
 
 def error_from_response(

@@ -17,6 +17,7 @@ from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
+from urllib3 import exceptions as urllib3_exc
 
 from reportclient.errors import (
     InvalidInput,
@@ -66,6 +67,28 @@ def parse_version(value: str) -> Microversion:
 def format_version(version: Microversion) -> str:
     """Turn ``(1, 39)`` into ``"1.39"``."""
     return f"{version[0]}.{version[1]}"
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Whether a failure happened before the connection existed.
+
+    urllib3 tells a refused or timed-out connect (nothing sent) apart from
+    a reset or read timeout (the request may have been applied); the
+    distinction sits somewhere in the chain of wrapped exceptions.
+    """
+    stack: list[object] = [exc]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        # NewConnectionError subclasses ConnectTimeoutError in urllib3 2.
+        if isinstance(item, urllib3_exc.ConnectTimeoutError):
+            return True
+        stack.extend((item.__cause__, item.__context__, getattr(item, "reason", None)))
+        stack.extend(item.args)
+    return False
 
 
 def validate_request_id(value: str | None) -> str | None:
@@ -215,8 +238,12 @@ class Transport:
         except (ks_exc.ConnectionError, ks_exc.RetriableConnectionFailure) as exc:
             elapsed = (time.perf_counter() - started) * 1000
             LOG.debug("%s %s failed after %.1f ms: %s", method, path, elapsed, type(exc).__name__)
+            never_sent = _never_sent(exc)
             raise PlacementUnavailable(
-                f"no answer from Placement: {type(exc).__name__}",
+                "could not connect to Placement"
+                if never_sent
+                else f"no answer from Placement: {type(exc).__name__}",
+                outcome_unknown=not never_sent,
                 method=method,
                 url=path,
                 consumer_uuid=consumer_uuid,

@@ -129,3 +129,36 @@ def test_every_error_is_a_placement_error():
     ):
         assert issubclass(cls, reportclient.PlacementError)
     assert issubclass(reportclient.InvalidInput, ValueError)
+
+
+def test_noauth2_401_body_is_read_for_title_and_message(wire, client, consumer):
+    wire.get(
+        f"{URL}/allocations/{consumer}",
+        status_code=401,
+        json={
+            "message": "This server could not verify that you are authorized.<br /><br />\n",
+            "code": "401 Unauthorized",
+            "title": "Unauthorized",
+        },
+    )
+
+    with pytest.raises(reportclient.PlacementError) as err:
+        client.get_allocations(consumer)
+
+    assert err.value.title == "Unauthorized"
+    assert err.value.detail == "This server could not verify that you are authorized."
+
+
+def test_webob_preamble_is_stripped_from_the_detail(wire, client, consumer):
+    detail = (
+        "The server could not comply with the request since it is either malformed or "
+        "otherwise incorrect.\n\n JSON does not validate: 0 is less than the minimum of 1\n\n"
+        "Failed validating 'minimum' in schema"
+    )
+    wire.get(f"{URL}/allocations/{consumer}", status_code=400, json=error_body(400, detail))
+
+    with pytest.raises(reportclient.PlacementError) as err:
+        client.get_allocations(consumer)
+
+    assert err.value.detail.startswith("JSON does not validate: 0 is less than the minimum of 1")
+    assert "Failed validating 'minimum'" in err.value.detail

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import requests
+import urllib3
 
 import reportclient
 from tests.unit.conftest import (
@@ -115,3 +116,53 @@ def test_server_error_on_read_is_retried(wire, client, sleeps, consumer, rp):
 
     assert [m for m, _ in calls(wire)] == ["GET", "GET", "PUT"]
     assert sent(wire, 2)["consumer_generation"] == 2
+
+
+def refused() -> requests.exceptions.ConnectionError:
+    """What requests raises when nothing listens: urllib3's NewConnectionError inside."""
+    reason = urllib3.exceptions.NewConnectionError(None, "Connection refused")
+    return requests.exceptions.ConnectionError(
+        urllib3.exceptions.MaxRetryError(None, "/", reason=reason)
+    )
+
+
+def test_refused_connection_keeps_the_cache_and_rewrites_without_reading(
+    wire, client, sleeps, consumer, rp
+):
+    wire.put(f"{URL}/allocations/{consumer}", [NO_CONTENT, {"exc": refused()}, NO_CONTENT])
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    state = client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "PUT"]
+    assert sent(wire, 2)["consumer_generation"] == 1
+    assert state.generation == 2
+    assert len(sleeps) == 1
+
+
+def test_refused_connection_is_unavailable_with_outcome_known(wire, client, consumer, rp):
+    wire.get(f"{URL}/allocations/{consumer}", exc=refused())
+
+    with pytest.raises(reportclient.PlacementUnavailable) as err:
+        client.get_allocations(consumer)
+
+    assert err.value.outcome_unknown is False
+    assert "could not connect" in str(err.value)
+
+
+def test_when_the_check_after_a_lost_answer_fails_the_writes_error_is_raised(
+    wire, sleeps, consumer, rp
+):
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=reportclient.NO_RETRY
+    )
+    wire.put(f"{URL}/allocations/{consumer}", exc=requests.exceptions.ConnectionError("reset"))
+    wire.get(f"{URL}/allocations/{consumer}", exc=requests.exceptions.ConnectionError("reset"))
+
+    with pytest.raises(reportclient.PlacementUnavailable) as err:
+        client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert err.value.method == "PUT"
+    assert err.value.outcome_unknown is True
+    assert isinstance(err.value.__context__, reportclient.PlacementUnavailable)
+    assert err.value.__context__.method == "GET"
