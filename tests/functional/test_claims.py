@@ -1,0 +1,234 @@
+"""Claim, read, update and release against the real Placement: results and wire counts."""
+
+from __future__ import annotations
+
+from reportclient import add_allocations, remove_providers
+from reportclient.testing import EmbeddedPlacement, PlacementAdmin
+from tests.functional._helpers import PROJECT, USER, held, make_client, new_id, raw_body, wire
+
+
+def test_fresh_claim_is_one_put_and_placement_reports_generation_one(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+    real_placement.clear_requests_seen()
+
+    state = client.claim(
+        consumer, {compute_node: {"VCPU": 2, "MEMORY_MB": 512}}, project_id=PROJECT, user_id=USER
+    )
+
+    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert state.generation == 1
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 1
+    assert held(raw) == {compute_node: {"VCPU": 2, "MEMORY_MB": 512}}
+    assert (raw["project_id"], raw["user_id"], raw["consumer_type"]) == (
+        PROJECT,
+        USER,
+        "INSTANCE",
+    )
+
+
+def test_cached_claim_is_one_put_and_placement_reports_generation_two(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    real_placement.clear_requests_seen()
+
+    state = client.claim(consumer, {compute_node: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+
+    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert state.generation == 2
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == {compute_node: {"VCPU": 3}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 3
+
+
+def test_cached_release_is_one_put_and_leaves_no_generation(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    real_placement.clear_requests_seen()
+
+    client.release(consumer)
+
+    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 0
+    cached = client.cached(consumer)
+    assert cached is not None and cached.generation is None and not cached.exists
+
+
+def test_claim_after_release_starts_again_at_generation_one(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    client.release(consumer)
+    real_placement.clear_requests_seen()
+
+    state = client.claim(consumer, {compute_node: {"VCPU": 4}}, project_id=PROJECT, user_id=USER)
+
+    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert state.generation == 1
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 1
+    assert held(raw) == {compute_node: {"VCPU": 4}}
+
+
+def test_release_of_unknown_consumer_reads_once_and_writes_nothing(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+    real_placement.clear_requests_seen()
+
+    client.release(consumer)
+
+    assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    # No invisible generation-0 record was left behind: a new consumer can still be written.
+    response = placement_admin.put_allocations(consumer, raw_body({}, None))
+    assert response.status_code == 204, response.text
+
+
+def test_release_of_uncached_consumer_reads_then_writes_with_its_generation(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    writer = make_client(real_placement)
+    consumer = new_id()
+    writer.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    releaser = make_client(real_placement)
+    real_placement.clear_requests_seen()
+
+    releaser.release(consumer)
+
+    assert wire(real_placement) == [
+        ("GET", f"/allocations/{consumer}", 200),
+        ("PUT", f"/allocations/{consumer}", 204),
+    ]
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 0
+
+
+def test_get_allocations_reports_what_placement_holds_and_refreshes_the_cache(
+    real_placement: EmbeddedPlacement, compute_node: str
+) -> None:
+    writer = make_client(real_placement)
+    consumer = new_id()
+    writer.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    writer.claim(consumer, {compute_node: {"DISK_GB": 10}}, project_id=PROJECT, user_id=USER)
+    reader = make_client(real_placement)
+    real_placement.clear_requests_seen()
+
+    state = reader.get_allocations(consumer)
+
+    assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
+    assert state.allocations == {compute_node: {"DISK_GB": 10}}
+    assert state.generation == 2
+    assert (state.project_id, state.user_id, state.consumer_type) == (PROJECT, USER, "INSTANCE")
+    assert reader.cached(consumer) == state
+
+
+def test_get_allocations_of_unknown_consumer_has_no_generation(
+    real_placement: EmbeddedPlacement,
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+
+    state = client.get_allocations(consumer)
+
+    assert state.allocations == {}
+    assert state.generation is None
+    assert not state.exists
+    assert (state.project_id, state.user_id, state.consumer_type) == (None, None, None)
+
+
+def test_first_call_of_unpinned_client_negotiates_once_with_get_root(
+    real_placement: EmbeddedPlacement, compute_node: str
+) -> None:
+    client = make_client(real_placement, microversion=None)
+    first, second = new_id(), new_id()
+    real_placement.clear_requests_seen()
+
+    client.claim(first, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    client.claim(second, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert wire(real_placement) == [
+        ("GET", "/", 200),
+        ("PUT", f"/allocations/{first}", 204),
+        ("PUT", f"/allocations/{second}", 204),
+    ]
+    assert [r.microversion for r in real_placement.requests_seen[1:]] == ["1.39", "1.39"]
+
+
+def test_add_allocations_on_cached_consumer_is_one_put_with_the_sum(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    other = placement_admin.create_provider(inventory={"VCPU": 4})
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    real_placement.clear_requests_seen()
+
+    state = client.update_allocations(
+        consumer,
+        add_allocations({compute_node: {"VCPU": 1}, other: {"VCPU": 2}}),
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert state.generation == 2
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == {compute_node: {"VCPU": 3}, other: {"VCPU": 2}}
+
+
+def test_remove_providers_keeps_only_the_other_providers_allocations(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    source = placement_admin.create_provider(inventory={"VCPU": 4})
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(
+        consumer,
+        {source: {"VCPU": 2}, compute_node: {"VCPU": 2}},
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    client.update_allocations(
+        consumer, remove_providers([source]), project_id=PROJECT, user_id=USER
+    )
+
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert placement_admin.usages(source)["VCPU"] == 0
+
+
+def test_claiming_unchanged_allocations_from_the_cache_writes_once(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    writer = make_client(real_placement)
+    consumer = new_id()
+    writer.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    reader = make_client(real_placement)
+    reader.get_allocations(consumer)
+    real_placement.clear_requests_seen()
+
+    state = reader.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    # Only a state read during this call is trusted to skip a write; a cached one is not.
+    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert state.generation == 2
+    assert placement_admin.get_allocations(consumer)["consumer_generation"] == 2

@@ -1,0 +1,216 @@
+"""Lost answers and a crashed server, against the real Placement.
+
+A write whose answer never arrives may or may not have landed; the client must look before it
+writes again. The in-process Placement sees every request, so "wrote again" is countable.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+from requests.adapters import HTTPAdapter
+
+from reportclient import NO_RETRY, PlacementClient, PlacementUnavailable
+from reportclient.testing import EmbeddedPlacement, PlacementAdmin, PlacementServer
+from tests.functional._helpers import LATEST, PROJECT, USER, fast_retry, held, new_id, wire
+
+
+class LosingAdapter(HTTPAdapter):
+    """Breaks the connection of the next ``times`` requests of ``method``.
+
+    With ``deliver`` the request reaches the server first and only its answer is lost (a reset
+    after the server committed); without it the request never leaves.
+    """
+
+    def __init__(self, method: str, *, deliver: bool, times: int = 1) -> None:
+        super().__init__(max_retries=0)
+        self.method = method
+        self.deliver = deliver
+        self.remaining = times
+        self.lost: list[str] = []
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        if request.method != self.method or self.remaining == 0:
+            return super().send(request, **kwargs)
+        self.remaining -= 1
+        if self.deliver:
+            super().send(request, **kwargs).close()
+        self.lost.append(f"{request.method} {request.path_url}")
+        raise requests.exceptions.ConnectionError("connection reset by peer (simulated)")
+
+
+def _client_over(url: str, adapter: HTTPAdapter, **kwargs: Any) -> PlacementClient:
+    http = requests.Session()
+    http.mount("http://", adapter)
+    session = ks_session.Session(auth=token_endpoint.Token(url, "admin"), session=http)
+    return PlacementClient.from_session(
+        session, endpoint_override=url, microversion=LATEST, **kwargs
+    )
+
+
+def test_lost_answer_to_a_claim_that_landed_is_success_without_writing_again(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    adapter = LosingAdapter("PUT", deliver=True)
+    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    consumer = new_id()
+    real_placement.clear_requests_seen()
+
+    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    path = f"/allocations/{consumer}"
+    assert adapter.lost == [f"PUT {path}"]
+    assert wire(real_placement) == [("PUT", path, 204), ("GET", path, 200)]
+    assert state.generation == 1
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 1
+    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert client.cached(consumer) == state
+
+
+def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_again(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    adapter = LosingAdapter("PUT", deliver=True)
+    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    consumer = new_id()
+    adapter.remaining = 0
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    adapter.remaining = 1
+    real_placement.clear_requests_seen()
+
+    state = client.claim(consumer, {compute_node: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("PUT", path, 204), ("GET", path, 200)]
+    assert state.generation == 2
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == {compute_node: {"VCPU": 3}}
+
+
+def test_lost_answer_to_a_release_that_landed_is_success_without_writing_again(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    adapter = LosingAdapter("PUT", deliver=True)
+    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    consumer = new_id()
+    adapter.remaining = 0
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    adapter.remaining = 1
+    real_placement.clear_requests_seen()
+
+    client.release(consumer)
+
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("PUT", path, 204), ("GET", path, 200)]
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 0
+
+
+def test_claim_whose_request_never_left_is_written_once_after_reading(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    adapter = LosingAdapter("PUT", deliver=False)
+    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    consumer = new_id()
+    real_placement.clear_requests_seen()
+
+    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    path = f"/allocations/{consumer}"
+    assert adapter.lost == [f"PUT {path}"]
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert state.generation == 1
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 1
+    assert held(raw) == {compute_node: {"VCPU": 2}}
+
+
+def test_answers_lost_beyond_the_retry_policy_raise_placement_unavailable(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    adapter = LosingAdapter("PUT", deliver=False, times=3)
+    client = _client_over(real_placement.url, adapter, retry=fast_retry(attempts=3))
+    consumer = new_id()
+    real_placement.clear_requests_seen()
+
+    with pytest.raises(PlacementUnavailable) as caught:
+        client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    path = f"/allocations/{consumer}"
+    assert len(adapter.lost) == 3
+    # Each attempt looked before trying again; no write ever reached Placement.
+    assert wire(real_placement) == [("GET", path, 200)] * 3
+    assert (caught.value.method, caught.value.url) == ("PUT", path)
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+
+
+# -- a real crash: the server process is killed, then restarted ------------------------------------
+
+
+@pytest.fixture
+def process_admin(placement_process: PlacementServer) -> Iterator[PlacementAdmin]:
+    with PlacementAdmin(placement_process.url, placement_process.token) as admin:
+        yield admin
+
+
+def test_claim_fails_while_placement_is_down_and_succeeds_after_restart(
+    placement_process: PlacementServer, process_admin: PlacementAdmin
+) -> None:
+    admin = process_admin
+    rp = admin.create_provider(inventory={"VCPU": {"total": 8, "max_unit": 8}})
+    client = PlacementClient.from_endpoint(
+        placement_process.url,
+        token=placement_process.token,
+        microversion=LATEST,
+        retry=fast_retry(attempts=2),
+    )
+    consumer = new_id()
+    client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    placement_process.kill()
+    with pytest.raises(PlacementUnavailable) as caught:
+        client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    # A refused connection sent nothing, so the write's outcome is known.
+    assert caught.value.method == "PUT"
+    assert caught.value.outcome_unknown is False
+
+    placement_process.restart()
+    placement_process.clear_requests_seen()
+    state = client.claim(consumer, {rp: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+    seen = wire(placement_process)
+
+    raw = admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == {rp: {"VCPU": 3}}
+    assert state.generation == 2
+    assert client.cached(consumer) == state
+    # Nothing reached Placement during the outage, so the cached generation
+    # was kept and the first write after the restart is a single PUT.
+    assert seen == [("PUT", f"/allocations/{consumer}", 204)]
+
+
+def test_unreachable_placement_raises_placement_unavailable() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # Nothing listens on the port any more: every connection is refused.
+    client = PlacementClient.from_endpoint(
+        f"http://127.0.0.1:{port}", token="admin", retry=NO_RETRY
+    )
+
+    with pytest.raises(PlacementUnavailable) as caught:
+        client.claim(new_id(), {new_id(): {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    error = caught.value
+    assert (error.method, error.url, error.status) == ("GET", "/", None)
+    assert error.message == "could not connect to Placement"
+    assert error.outcome_unknown is False
+    assert error.request_id is None
