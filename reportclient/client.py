@@ -258,8 +258,8 @@ class PlacementClient:
                     # generation-0 record if it is, so look instead.
                     current, fresh = self._read(consumer, request_id, hint), True
                     desired = normalize_allocations(mutate(current))
-                if owner is None and not current.exists and fresh:
-                    return current
+                if owner is None and fresh and not current.allocations:
+                    return current  # a release with nothing left to release
                 write_owner = owner or _owner_of(current)
                 if fresh and _already_holds(current, desired, write_owner, ctype):
                     return current

@@ -330,3 +330,15 @@ def test_pre_138_unknown_type_is_not_carried_into_a_write(wire, client, consumer
     client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
 
     assert sent(wire, 1)["consumer_type"] == "INSTANCE"
+
+
+def test_release_that_meets_an_invisible_consumer_has_nothing_left_to_do(
+    wire, client, consumer, rp
+):
+    wire.put(f"{URL}/allocations/{consumer}", [NO_CONTENT, consumer_conflict("0", "1")])
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]
