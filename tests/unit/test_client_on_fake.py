@@ -1,0 +1,146 @@
+"""The client against the fake Placement's injected faults: races in a few lines."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import reportclient
+from reportclient.fixture import FakePlacement, make_client
+from tests.unit.conftest import new_uuid
+
+
+@pytest.fixture
+def fake() -> FakePlacement:
+    return FakePlacement()
+
+
+@pytest.fixture
+def rp(fake: FakePlacement) -> str:
+    return fake.create_provider(inventory={"VCPU": {"total": 64, "max_unit": 64}})
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def client(fake: FakePlacement, sleeps: list[float]) -> reportclient.PlacementClient:
+    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
+    return make_client(fake, microversion="1.39", retry=policy)
+
+
+def claim(client, consumer, rp, vcpu=1):
+    return client.claim(consumer, {rp: {"VCPU": vcpu}}, project_id="p", user_id="u")
+
+
+def test_server_side_conflicts_are_retried_until_the_write_lands(fake, client, rp, sleeps):
+    consumer = new_uuid()
+    fake.conflict_next_writes(consumer, 3)
+
+    state = claim(client, consumer, rp)
+
+    assert [(r.method, r.status) for r in fake.requests] == [
+        ("PUT", 409),
+        ("GET", 200),
+        ("PUT", 409),
+        ("GET", 200),
+        ("PUT", 409),
+        ("GET", 200),
+        ("PUT", 204),
+    ]
+    assert sleeps == [0.05, 0.1, 0.2]
+    assert state.generation == fake.consumer_generation(consumer) == 1
+
+
+def test_lost_answer_is_checked_and_not_written_twice(fake, client, rp):
+    consumer = new_uuid()
+    claim(client, consumer, rp)
+    fake.lose_next_response(consumer)
+
+    state = claim(client, consumer, rp, vcpu=2)
+
+    assert [r.method for r in fake.requests] == ["PUT", "PUT", "GET"]
+    assert fake.consumer_generation(consumer) == 2
+    assert state.generation == 2
+    assert fake.allocations(consumer) == {rp: {"VCPU": 2}}
+
+
+def test_proxy_errors_on_a_write_are_checked_then_retried(fake, client, rp):
+    consumer = new_uuid()
+    fake.fail_next(1, status=502)
+
+    state = claim(client, consumer, rp)
+
+    assert [(r.method, r.status) for r in fake.requests] == [
+        ("PUT", 502),
+        ("GET", 200),
+        ("PUT", 204),
+    ]
+    assert state.generation == 1
+
+
+def test_another_writer_between_requests_is_seen_by_mutate(fake, client, rp):
+    consumer = new_uuid()
+    other_rp = fake.create_provider(inventory={"VCPU": 8})
+    claim(client, consumer, rp)
+    acted = threading.Event()
+    seen = []
+
+    def other_writer(fake_, record):
+        if not acted.is_set():
+            acted.set()
+            fake_.put_allocations(
+                consumer, {rp: {"VCPU": 1}, other_rp: {"VCPU": 2}}, project_id="p", user_id="u"
+            )
+
+    def mutate(current):
+        seen.append({k: dict(v) for k, v in current.allocations.items()})
+        return reportclient.add_allocations({rp: {"VCPU": 1}})(current)
+
+    fake.between_requests(other_writer)
+    client.get_allocations(consumer)  # the other writer acts right after this read
+    fake.reset_requests()
+    state = client.update_allocations(consumer, mutate, project_id="p", user_id="u")
+
+    assert seen == [{rp: {"VCPU": 1}}, {rp: {"VCPU": 1}, other_rp: {"VCPU": 2}}]
+    assert [(r.method, r.status) for r in fake.requests] == [
+        ("PUT", 409),
+        ("GET", 200),
+        ("PUT", 204),
+    ]
+    assert fake.allocations(consumer) == {rp: {"VCPU": 2}, other_rp: {"VCPU": 2}}
+    assert state.generation == fake.consumer_generation(consumer) == 3
+
+
+def test_threads_adding_to_one_consumer_lose_no_update(fake, rp):
+    consumer = new_uuid()
+    policy = reportclient.default_retry(attempts=100, sleep=lambda _s: None)
+    client = make_client(fake, microversion="1.39", retry=policy)
+    start = threading.Barrier(8)
+    failures: list[BaseException] = []
+
+    def add_one() -> None:
+        start.wait(timeout=10)
+        try:
+            for _ in range(5):
+                client.update_allocations(
+                    consumer,
+                    reportclient.add_allocations({rp: {"VCPU": 1}}),
+                    project_id="p",
+                    user_id="u",
+                )
+        except BaseException as exc:  # collected, then asserted below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=add_one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+
+    assert failures == []
+    assert fake.allocations(consumer) == {rp: {"VCPU": 40}}
+    assert fake.consumer_generation(consumer) == 40
