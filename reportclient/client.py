@@ -8,10 +8,7 @@ never replays a body built from stale state.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import re
-from collections.abc import Callable
 from typing import Any
 
 import tenacity
@@ -20,7 +17,8 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
 from reportclient.cache import DEFAULT_CACHE_SIZE, CacheStats, ConsumerCache
-from reportclient.errors import GenerationConflict, PlacementError, PlacementUnavailable
+from reportclient.cycle import Mutator, WriteCycle
+from reportclient.errors import GenerationConflict, PlacementUnavailable
 from reportclient.models import (
     Allocations,
     ConsumerAllocations,
@@ -30,23 +28,13 @@ from reportclient.models import (
     validate_uuid,
 )
 from reportclient.retry import default_retry
-from reportclient.transport import (
-    CONSUMER_TYPE_VERSION,
-    Transport,
-    format_version,
-    validate_request_id,
-)
+from reportclient.transport import Transport, format_version, validate_request_id
 
 __all__ = ["Mutator", "PlacementClient"]
 
 LOG = logging.getLogger("reportclient")
 
-#: Given the consumer's current state, return the allocations it should hold.
-Mutator = Callable[[ConsumerAllocations], Allocations]
-
 _RETRIABLE = (GenerationConflict, PlacementUnavailable)
-_DEFAULT_CONSUMER_TYPE = "INSTANCE"
-_TYPE = re.compile(r"^[A-Z0-9_]+$")
 
 
 class PlacementClient:
@@ -227,87 +215,53 @@ class PlacementClient:
         ctype: str | None,
         request_id: str | None,
     ) -> ConsumerAllocations:
-        """The retry loop shared by claims, updates and releases.
-
-        ``owner`` None means "keep the consumer's own owner" (a release,
-        whose empty write is preceded by a read unless the cache knows the
-        consumer exists).
-        """
-        cached = self._cache.get(consumer)
-        need_read = False
-        prefetched: ConsumerAllocations | None = None
-        hint: int | None = None
+        """Run a write cycle's attempts under the retry policy."""
+        cycle = WriteCycle(
+            self._transport,
+            self._cache,
+            self._read_for_cycle,
+            consumer,
+            mutate,
+            owner,
+            ctype,
+            request_id,
+        )
+        # Most writes land at once: the policy is only built (a measurable
+        # share of a claim's CPU) after a first attempt has failed.
+        try:
+            return cycle.attempt(1)
+        except _RETRIABLE as exc:
+            first_failure = exc
         for attempt in self._policy(consumer):
             with attempt:
                 number = attempt.retry_state.attempt_number
-                # Negotiated once per client, outside the write's error
-                # handling: a failed GET / proves nothing was written.
-                send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
-                if prefetched is not None:
-                    current, fresh, prefetched = prefetched, True, None
-                elif need_read:
-                    current, fresh = self._read(consumer, request_id, hint), True
-                else:
-                    known = cached if number == 1 else self._cache.get(consumer)
-                    # Optimistic: a consumer nobody told us about is new.
-                    current, fresh = known or ConsumerAllocations.missing(consumer), False
-                desired = normalize_allocations(mutate(current))
-                if not desired and not fresh and not current.exists:
-                    # Emptying a consumer we believe missing: an empty write
-                    # as a new consumer would leave Placement an invisible
-                    # generation-0 record if it is, so look instead.
-                    current, fresh = self._read(consumer, request_id, hint), True
-                    desired = normalize_allocations(mutate(current))
-                if owner is None and fresh and not current.allocations:
-                    return current  # a release with nothing left to release
-                write_owner = owner or _owner_of(current)
-                if fresh and _already_holds(current, desired, write_owner, ctype):
-                    return current
-                try:
-                    type_sent = _type_to_send(ctype, current) if send_type else None
-                    return self._write(
-                        current, desired, write_owner, type_sent, send_type, request_id
-                    )
-                except GenerationConflict as exc:
-                    self._cache.discard(consumer)
-                    need_read = True
-                    hint = exc.server_generation
-                    exc.attempts = number
-                    raise
-                except PlacementUnavailable as write_error:
-                    if not write_error.outcome_unknown:
-                        raise  # nothing reached Placement; what we knew still holds
-                    # The write may have landed: look before writing again.
-                    self._cache.discard(consumer)
-                    need_read = True
-                    try:
-                        reread = self._read(consumer, request_id, hint)
-                    except PlacementUnavailable:
-                        # The caller's question is the write's fate, so the
-                        # write's error is the one raised (the read's is its
-                        # __context__).
-                        raise write_error from write_error.__cause__
-                    if reread.allocations == desired and reread.exists == bool(desired):
-                        LOG.info("consumer %s: lost answer, but the write had landed", consumer)
-                        return reread
-                    prefetched = reread
-                    raise
+                if number == 1:
+                    raise first_failure  # let the policy judge the attempt already made
+                return cycle.attempt(number)
         raise AssertionError("unreachable: the retry policy neither returned nor raised")
 
-    def _read(self, consumer: str, request_id: str | None, hint: int | None) -> ConsumerAllocations:
-        """Read a consumer, trusting a conflict's "expected N" over an empty GET.
-
-        Placement keeps a generation for a consumer that was written empty
-        while it did not exist, yet GET shows that consumer as missing; only
-        the conflict's detail reveals the generation it expects.
-        """
-        state = self.get_allocations(consumer, global_request_id=request_id)
-        if hint is not None and not state.exists and not state.allocations:
-            return dataclasses.replace(state, generation=hint)
-        return state
+    def _read_for_cycle(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
+        return self.get_allocations(consumer, global_request_id=request_id)
 
     def _policy(self, consumer: str) -> tenacity.Retrying:
+        """The user's policy, deciding only when and how long; we decide what.
+
+        A stale consumer generation on the first attempt means the cache (or
+        the guess that the consumer is new) was wrong, not that writers are
+        contending, so the re-read it calls for is not delayed.
+        """
         user_hook = self._retry.before_sleep
+        user_wait = self._retry.wait
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            if (
+                state.attempt_number == 1
+                and isinstance(exc, GenerationConflict)
+                and exc.consumer_conflict
+            ):
+                return 0.0
+            return float(user_wait(state))
 
         def log_retry(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
@@ -325,87 +279,7 @@ class PlacementClient:
 
         return self._retry.copy(
             retry=tenacity.retry_if_exception_type(_RETRIABLE),
+            wait=wait,
             before_sleep=log_retry,
             reraise=True,
         )
-
-    def _write(
-        self,
-        current: ConsumerAllocations,
-        desired: dict[str, dict[str, int]],
-        owner: tuple[str, str],
-        ctype: str | None,
-        send_type: bool,
-        request_id: str | None,
-    ) -> ConsumerAllocations:
-        consumer = current.consumer_uuid
-        body: dict[str, Any] = {
-            "allocations": {rp: {"resources": res} for rp, res in desired.items()},
-            "consumer_generation": current.generation,
-            "project_id": owner[0],
-            "user_id": owner[1],
-        }
-        if send_type:
-            body["consumer_type"] = ctype or _DEFAULT_CONSUMER_TYPE
-        self._transport.request(
-            "PUT",
-            f"/allocations/{consumer}",
-            json=body,
-            consumer_uuid=consumer,
-            global_request_id=request_id,
-        )
-        if desired:
-            # Placement answers 204 without a body; its generation rule is
-            # new consumer -> 1, every write +1. A wrong guess costs a retry.
-            new = ConsumerAllocations(
-                consumer_uuid=consumer,
-                allocations=desired,
-                generation=(current.generation or 0) + 1,
-                project_id=owner[0],
-                user_id=owner[1],
-                consumer_type=body.get("consumer_type"),
-            )
-        else:
-            # An empty write deletes the consumer.
-            new = ConsumerAllocations.missing(consumer)
-        self._cache.put(new)
-        return new
-
-
-def _type_to_send(requested: str | None, current: ConsumerAllocations) -> str:
-    """The caller's type, else the consumer's own, else INSTANCE.
-
-    Consumers written before 1.38 read back as ``unknown``, which Placement
-    refuses on a write, so only a valid type is carried over.
-    """
-    if requested is not None:
-        return requested
-    if current.consumer_type is not None and _TYPE.match(current.consumer_type):
-        return current.consumer_type
-    return _DEFAULT_CONSUMER_TYPE
-
-
-def _owner_of(state: ConsumerAllocations) -> tuple[str, str]:
-    if state.project_id is None or state.user_id is None:
-        raise PlacementError(
-            "Placement did not report the consumer's project and user",
-            consumer_uuid=state.consumer_uuid,
-        )
-    return state.project_id, state.user_id
-
-
-def _already_holds(
-    current: ConsumerAllocations,
-    desired: dict[str, dict[str, int]],
-    owner: tuple[str, str],
-    ctype: str | None,
-) -> bool:
-    """Whether writing ``desired`` would change nothing Placement holds."""
-    if not desired:
-        return not current.exists
-    return (
-        current.exists
-        and current.allocations == desired
-        and (current.project_id, current.user_id) == owner
-        and (ctype is None or current.consumer_type in (None, ctype))
-    )

@@ -17,7 +17,7 @@ import tenacity
 __all__ = ["NO_RETRY", "default_retry", "no_retry", "wait_full_jitter"]
 
 #: Writes per operation before giving up.
-DEFAULT_ATTEMPTS = 8
+DEFAULT_ATTEMPTS = 12
 #: Seconds an operation may spend retrying, sleeps included.
 DEFAULT_DEADLINE = 30.0
 #: First backoff ceiling in seconds; doubles each attempt.

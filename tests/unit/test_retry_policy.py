@@ -24,13 +24,44 @@ def test_spent_retries_raise_generation_conflict_with_attempts_and_exact_sleeps(
     with pytest.raises(reportclient.GenerationConflict) as err:
         client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
-    assert err.value.attempts == 8
-    assert "after 8 attempt(s)" in str(err.value)
-    # full jitter pinned at 0.5: half of min(2.0, 0.05 * 2**(n-1))
-    assert sleeps == pytest.approx([0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.0])
+    assert err.value.attempts == 12
+    assert "after 12 attempt(s)" in str(err.value)
+    # the first stale generation re-reads at once; then full jitter pinned at
+    # 0.5: half of min(2.0, 0.05 * 2**(n-1)) after attempt n
+    assert sleeps == pytest.approx([0.0, 0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0])
     assert err.value.consumer_conflict
     assert err.value.code == "placement.concurrent_update"
-    assert [r.method for r in wire.request_history].count("PUT") == 8
+    assert [r.method for r in wire.request_history].count("PUT") == 12
+
+
+def test_server_side_concurrent_update_backs_off_from_the_first_retry(
+    wire, client, sleeps, consumer, rp
+):
+    detail = "Another thread concurrently updated the data. Please retry your update"
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        [
+            {
+                "status_code": 409,
+                "json": {
+                    "errors": [
+                        {
+                            "status": 409,
+                            "title": "Conflict",
+                            "detail": detail,
+                            "code": "placement.concurrent_update",
+                        }
+                    ]
+                },
+            },
+            NO_CONTENT,
+        ],
+    )
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert sleeps == [0.025]
 
 
 def test_user_policy_replaces_the_default(wire, sleeps, consumer, rp):
@@ -46,7 +77,8 @@ def test_user_policy_replaces_the_default(wire, sleeps, consumer, rp):
         client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
     assert err.value.attempts == 3
-    assert sleeps == [0.25, 0.25]
+    # the first stale generation re-reads at once; the user's wait after that
+    assert sleeps == [0.0, 0.25]
 
 
 def test_user_policy_that_retries_everything_still_never_retries_capacity(
@@ -141,8 +173,9 @@ def test_deadline_stops_retrying(wire, consumer, rp, monkeypatch):
     with pytest.raises(reportclient.GenerationConflict) as err:
         client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
-    # sleeps at 0.4 and 0.8; the attempt at 1.2 is past the deadline
-    assert err.value.attempts == 4
+    # sleeps 0 (stale generation), 0.4, 0.4, 0.4; the attempt failing at 1.2
+    # is past the deadline
+    assert err.value.attempts == 5
     assert clock[0] == pytest.approx(1.2)
 
 
