@@ -3,14 +3,17 @@
 An entry is a flat tuple rather than a :class:`ConsumerAllocations`, and its
 strings are interned, because a scheduler may track hundreds of thousands of
 consumers: provider uuids, resource classes and owner ids repeat across
-consumers and are then stored once. Eviction only ever costs a later re-read.
+consumers and are then stored once. For the same reason the LRU order is a
+plain dict's insertion order (a hit moves the key to the end) rather than an
+OrderedDict, whose linked list costs about 50 bytes a consumer. Eviction only
+ever costs a later re-read.
 """
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from reportclient.models import ConsumerAllocations
@@ -19,6 +22,10 @@ __all__ = ["DEFAULT_CACHE_SIZE", "CacheStats", "ConsumerCache"]
 
 #: Enough for every instance a large cell's scheduler tracks at once.
 DEFAULT_CACHE_SIZE = 100_000
+# Evict this share of the bound at a time: finding a dict's oldest keys scans
+# past the holes earlier deletions left at its front, so one scan per batch
+# keeps eviction cheap where one scan per eviction would grow quadratic.
+_EVICT_SHARE = 64
 
 # (generation, project_id, user_id, consumer_type, n_providers,
 #  then per provider: rp_uuid, n_resources, rc, amount, rc, amount, ...)
@@ -82,14 +89,17 @@ class CacheStats:
 class ConsumerCache:
     """Last known state per consumer, least recently used evicted first.
 
-    :param maxsize: entries kept; 0 disables caching.
+    Once full, the least recently used 1/64 of the bound goes at once.
+
+    :param maxsize: entries kept at most; 0 disables caching.
     """
 
     def __init__(self, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 0:
             raise ValueError(f"cache_size must be an int >= 0, got {maxsize!r}")
         self._maxsize = maxsize
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._batch = max(1, maxsize // _EVICT_SHARE)
+        self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
 
@@ -103,7 +113,9 @@ class ConsumerCache:
             if entry is None:
                 self._misses += 1
                 return None
-            self._entries.move_to_end(consumer_uuid)
+            # Re-inserting moves the key to the end: the most recently used.
+            del self._entries[consumer_uuid]
+            self._entries[consumer_uuid] = entry
             self._hits += 1
         return _decode(consumer_uuid, entry)
 
@@ -113,11 +125,14 @@ class ConsumerCache:
             return
         entry = _encode(state)
         with self._lock:
+            self._entries.pop(state.consumer_uuid, None)
             self._entries[state.consumer_uuid] = entry
-            self._entries.move_to_end(state.consumer_uuid)
-            while len(self._entries) > self._maxsize:
-                self._entries.popitem(last=False)
-                self._evictions += 1
+            if len(self._entries) > self._maxsize:
+                excess = len(self._entries) - self._maxsize
+                oldest = list(itertools.islice(self._entries, max(excess, self._batch)))
+                for key in oldest:
+                    del self._entries[key]
+                self._evictions += len(oldest)
 
     def discard(self, consumer_uuid: str) -> None:
         """Forget a consumer, e.g. when its state is no longer known."""

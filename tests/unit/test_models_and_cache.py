@@ -72,3 +72,19 @@ def test_cache_discard_and_clear():
     assert cache.get(a.consumer_uuid) is None
     cache.clear()
     assert len(cache) == 0
+
+
+def test_full_cache_evicts_the_least_recently_used_sixty_fourth_at_once():
+    cache = ConsumerCache(640)
+    states = [reportclient.ConsumerAllocations(new_uuid(), {}, 1) for _ in range(641)]
+    for state in states[:640]:
+        cache.put(state)
+    assert cache.get(states[0].consumer_uuid) == states[0]  # now most recently used
+
+    cache.put(states[640])
+
+    assert len(cache) == 631
+    assert cache.stats().evictions == 10
+    assert cache.get(states[0].consumer_uuid) == states[0]
+    assert all(cache.get(s.consumer_uuid) is None for s in states[1:11])
+    assert cache.get(states[11].consumer_uuid) == states[11]
