@@ -27,8 +27,8 @@ DEFAULT_CACHE_SIZE = 100_000
 # keeps eviction cheap where one scan per eviction would grow quadratic.
 _EVICT_SHARE = 64
 
-# (generation, project_id, user_id, consumer_type, n_providers,
-#  then per provider: rp_uuid, n_resources, rc, amount, rc, amount, ...)
+# (generation, project_id, user_id, consumer_type,
+#  then per provider to the end: rp_uuid, n_resources, rc, amount, rc, amount, ...)
 _Entry = tuple[object, ...]
 
 
@@ -42,7 +42,6 @@ def _encode(state: ConsumerAllocations) -> _Entry:
         _intern(state.project_id),
         _intern(state.user_id),
         _intern(state.consumer_type),
-        len(state.allocations),
     ]
     for rp_uuid, resources in state.allocations.items():
         flat.append(_intern(rp_uuid))
@@ -55,8 +54,8 @@ def _encode(state: ConsumerAllocations) -> _Entry:
 
 def _decode(consumer_uuid: str, entry: _Entry) -> ConsumerAllocations:
     allocations: dict[str, dict[str, int]] = {}
-    pos = 5
-    for _ in range(entry[4]):  # type: ignore[call-overload]
+    pos = 4
+    while pos < len(entry):
         rp_uuid = entry[pos]
         count = entry[pos + 1]
         pos += 2
