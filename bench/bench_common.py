@@ -1,0 +1,185 @@
+"""Shared helpers: machine facts, statistics, request counting and the Placement server."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import platform
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from importlib import metadata
+from typing import Any
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+
+from reportclient.testing import PlacementServer, RequestRecord
+
+#: Room for every claim a run makes; capacity is never what a workload measures.
+INVENTORY = {"VCPU": {"total": 1_000_000, "max_unit": 1_000_000}}
+PROJECT = "bench-project"
+USER = "bench-user"
+#: Pinned so that no client spends a ``GET /`` negotiating.
+MICROVERSION = "1.39"
+#: Where the server's SQLite file goes when possible: a tmpfs has no fsync cost, which on
+#: this class of VM halves Placement's write rate and would only add disk noise to ratios.
+_TMPFS = "/dev/shm"
+
+
+def quiet_logging() -> None:
+    """Silence per-retry warnings (ours and nova's); they would flood the table."""
+    for name in ("reportclient", "nova", "keystoneauth", "oslo", "urllib3"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of ``name``, or None."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, core count, Python and Placement versions for the table header."""
+    cpu = platform.processor() or "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu_model": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "placement": package_version("openstack-placement"),
+        "keystoneauth1": package_version("keystoneauth1"),
+        "reportclient": _reportclient_version(),
+    }
+
+
+def _reportclient_version() -> str:
+    import reportclient
+
+    return str(reportclient.__version__)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) with linear interpolation; NaN when empty."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    low = math.floor(pos)
+    high = math.ceil(pos)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def latency_ms(seconds: Sequence[float]) -> dict[str, float]:
+    """p50 / p99 / mean of a list of durations in seconds, as milliseconds."""
+    if not seconds:
+        return {"p50_ms": math.nan, "p99_ms": math.nan, "mean_ms": math.nan}
+    return {
+        "p50_ms": percentile(seconds, 50) * 1000,
+        "p99_ms": percentile(seconds, 99) * 1000,
+        "mean_ms": sum(seconds) / len(seconds) * 1000,
+    }
+
+
+def mark(ok: bool | None) -> str:
+    """The pass/miss mark printed next to a target."""
+    if ok is None:
+        return "n/a"
+    return "PASS" if ok else "MISS"
+
+
+class CountingAdapter(ks_adapter.Adapter):  # type: ignore[misc]
+    """A keystoneauth1 Adapter that counts requests by method on the client side.
+
+    ``before_put``, when set, runs once just before the next PUT leaves (and is then
+    cleared): the shelve-race workload uses it to let another writer act at the worst
+    moment, after the client last read the consumer and before it writes. The time the
+    hook takes is kept in ``hook_seconds`` so it can be taken out of latencies.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Same arguments as :class:`keystoneauth1.adapter.Adapter`."""
+        super().__init__(*args, **kwargs)
+        self.counts: Counter[str] = Counter()
+        self.before_put: Callable[[], None] | None = None
+        self.hook_seconds = 0.0
+
+    def request(self, url: str, method: str, **kwargs: Any) -> Any:
+        """Count, run the one-shot PUT hook if armed, then send as usual."""
+        self.counts[method] += 1
+        if method == "PUT" and self.before_put is not None:
+            hook, self.before_put = self.before_put, None
+            began = time.perf_counter()
+            hook()
+            self.hook_seconds += time.perf_counter() - began
+        return super().request(url, method, **kwargs)
+
+
+def make_adapter(
+    url: str, token: str, adapter_class: type[Any] = CountingAdapter, **kwargs: Any
+) -> Any:
+    """An Adapter for a Placement root URL with a fixed noauth2 token, no Keystone."""
+    session = ks_session.Session(auth=token_endpoint.Token(url, token))
+    return adapter_class(session, service_type="placement", endpoint_override=url, **kwargs)
+
+
+@contextlib.contextmanager
+def placement_server() -> Iterator[PlacementServer]:
+    """Start the real Placement in a child process; its SQLite file on tmpfs if there is one.
+
+    A separate process keeps the server off this process's GIL, so client threads and the
+    server do not slow each other down the way an in-process server would.
+    """
+    saved = tempfile.tempdir
+    if os.path.isdir(_TMPFS) and os.access(_TMPFS, os.W_OK):
+        tempfile.tempdir = _TMPFS
+    server = PlacementServer()
+    try:
+        server.start()
+    finally:
+        tempfile.tempdir = saved
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class WireCounter:
+    """Counts what the server saw between two points, from its own request log."""
+
+    def __init__(self, server: PlacementServer) -> None:
+        """Read counts from ``server.requests_seen``."""
+        self._server = server
+
+    def mark(self) -> int:
+        """A position in the server's request log."""
+        return len(self._server.requests_seen)
+
+    def since(self, position: int) -> list[RequestRecord]:
+        """Requests the server served after ``position``."""
+        return self._server.requests_seen[position:]
+
+    def count_since(self, position: int, method: str | None = None) -> int:
+        """How many requests (of ``method``, if given) the server served after ``position``."""
+        return sum(1 for r in self.since(position) if method is None or r.method == method)
+
+
+def server_description(server: PlacementServer) -> str:
+    """One line on how the server runs, for the table header."""
+    where = "tmpfs" if str(server.db_path).startswith(_TMPFS) else "disk"
+    return (
+        f"real Placement {package_version('openstack-placement')} in a SEPARATE process "
+        f"(reportclient.testing.PlacementServer: wsgiref, 1 thread, HTTP/1.0, SQLite file on "
+        f"{where}); clients run in this process, so they do not share the server's GIL"
+    )

@@ -1,0 +1,197 @@
+"""Workload 4: 1, 4, 16 concurrent clients (threads, one client each).
+
+``provider``: every thread claims its own new consumers on one shared provider.
+``consumer``: every thread adds one VCPU to the same consumer (read-modify-write).
+
+Retries are counted per operation on the client side as PUTs beyond the first (each
+attempt of every client here writes exactly once), and the total is checked against the
+PUTs the server saw. The final usage is checked against the successful operations, so a
+lost update would show. Bounded by a per-thread operation count and a time budget after
+which no thread starts a new operation.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench_common import INVENTORY, PROJECT, USER, WireCounter, latency_ms, percentile
+from bench_drivers import CONSUMER_TYPE, Driver
+
+from reportclient.testing import PlacementAdmin
+
+
+@dataclass
+class _Worker:
+    driver: Driver
+    latencies: list[float] = field(default_factory=list)
+    retries: list[int] = field(default_factory=list)
+    requests: list[int] = field(default_factory=list)
+    ok: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    crashed: BaseException | None = None
+
+
+def _work(
+    worker: _Worker,
+    op: Callable[[Driver], None],
+    count: int,
+    deadline_box: list[float],
+    barrier: threading.Barrier,
+) -> None:
+    counts = worker.driver.wire.counts
+    try:
+        barrier.wait()
+        for _ in range(count):
+            if time.perf_counter() >= deadline_box[0]:
+                break
+            puts, total = counts["PUT"], sum(counts.values())
+            began = time.perf_counter()
+            try:
+                op(worker.driver)
+            except Exception as exc:  # a failure after the client gave up is a result
+                worker.errors[type(exc).__name__] += 1
+            else:
+                worker.ok += 1
+                worker.latencies.append(time.perf_counter() - began)
+            worker.retries.append(max(0, counts["PUT"] - puts - 1))
+            worker.requests.append(sum(counts.values()) - total)
+    except BaseException as exc:  # surfaced by the caller
+        worker.crashed = exc
+
+
+def contention_cell(
+    make_driver: Callable[[], Driver],
+    kind: str,
+    clients: int,
+    ops_per_client: int,
+    budget: float,
+    admin: PlacementAdmin,
+    wire: WireCounter,
+) -> dict[str, Any]:
+    """Run one (client, kind, n clients) cell on a fresh provider and return its figures."""
+    rp = admin.create_provider(inventory=INVENTORY)
+    shared = str(uuid.uuid4())
+    start_vcpu = 0
+    if kind == "consumer":
+        resp = admin.put_allocations(
+            shared,
+            {
+                "allocations": {rp: {"resources": {"VCPU": 1}}},
+                "consumer_generation": None,
+                "project_id": PROJECT,
+                "user_id": USER,
+                "consumer_type": CONSUMER_TYPE,
+            },
+        )
+        if resp.status_code != 204:
+            raise RuntimeError(f"cannot create the shared consumer: {resp.text[:200]}")
+        start_vcpu = 1
+    workers = [_Worker(make_driver()) for _ in range(clients)]
+    if kind == "consumer":
+        for worker in workers:
+            worker.driver.warm(shared)
+
+        def op(driver: Driver) -> None:
+            driver.update(shared, rp)
+    else:
+
+        def op(driver: Driver) -> None:
+            driver.claim(str(uuid.uuid4()), rp)
+
+    barrier = threading.Barrier(clients + 1)
+    deadline_box = [float("inf")]
+    threads = [
+        threading.Thread(
+            target=_work, args=(w, op, ops_per_client, deadline_box, barrier), daemon=True
+        )
+        for w in workers
+    ]
+    for thread in threads:
+        thread.start()
+    position = wire.mark()
+    deadline_box[0] = time.perf_counter() + budget
+    barrier.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        # Bounded: no new operation starts after the budget, and every client gives up
+        # within its own retry limits (reportclient 30 s, nova 4 tries of <= 6 s sleeps).
+        thread.join(budget + 60)
+    wall = time.perf_counter() - began
+    for worker in workers:
+        if worker.crashed is not None:
+            raise RuntimeError("a benchmark thread crashed") from worker.crashed
+    if any(t.is_alive() for t in threads):
+        raise RuntimeError("a benchmark thread did not finish in time")
+    planned = clients * ops_per_client
+    return _cell_result(workers, wall, rp, start_vcpu, admin, wire, position, planned)
+
+
+def _cell_result(
+    workers: list[_Worker],
+    wall: float,
+    rp: str,
+    start_vcpu: int,
+    admin: PlacementAdmin,
+    wire: WireCounter,
+    position: int,
+    planned: int,
+) -> dict[str, Any]:
+    latencies = [x for w in workers for x in w.latencies]
+    retries = [x for w in workers for x in w.retries]
+    requests = [x for w in workers for x in w.requests]
+    ok = sum(w.ok for w in workers)
+    errors: Counter[str] = Counter()
+    for w in workers:
+        errors.update(w.errors)
+    ops = len(retries)
+    server_puts = wire.count_since(position, "PUT")
+    client_puts = sum(w.driver.wire.counts["PUT"] for w in workers)
+    vcpu = admin.usages(rp).get("VCPU", 0)
+    return {
+        "ops": ops,
+        "ok": ok,
+        "errors": dict(errors),
+        "wall_s": wall,
+        "planned_ops": planned,
+        "hit_time_budget": ops < planned,
+        "ops_per_s": ok / wall if wall else 0.0,
+        **latency_ms(latencies),
+        "retries_median": percentile(retries, 50),
+        "retries_p99": percentile(retries, 99),
+        "retries_max": max(retries, default=0),
+        "retried_share": sum(1 for r in retries if r) / ops if ops else 0.0,
+        "requests_per_op": sum(requests) / ops if ops else 0.0,
+        "server_puts": server_puts,
+        "client_puts": client_puts,
+        "puts_match": server_puts == client_puts,
+        "usage_vcpu": vcpu,
+        "expected_vcpu": start_vcpu + ok,
+        "lost_updates": start_vcpu + ok - vcpu,
+    }
+
+
+def contention(
+    clients_list: list[int],
+    total_ops: int,
+    budgets: dict[str, float],
+    factories: dict[str, Callable[[], Driver]],
+    admin: PlacementAdmin,
+    wire: WireCounter,
+) -> dict[str, Any]:
+    """Every (client, kind, clients) cell; ``total_ops`` split evenly over the threads."""
+    out: dict[str, Any] = {"total_ops_per_cell": total_ops, "cells": []}
+    for kind in ("provider", "consumer"):
+        for clients in clients_list:
+            per_client = max(1, total_ops // clients)
+            for name, factory in factories.items():
+                budget = budgets.get(f"{name}/{kind}", budgets["default"])
+                cell = contention_cell(factory, kind, clients, per_client, budget, admin, wire)
+                cell.update({"client": name, "kind": kind, "clients": clients, "budget_s": budget})
+                out["cells"].append(cell)
+    return out

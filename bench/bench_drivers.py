@@ -1,0 +1,243 @@
+"""The clients a workload drives, behind one small interface.
+
+Every driver claims ``{rp: {"VCPU": 1}}`` for a consumer (``claim``) or adds one VCPU to
+what a consumer holds (``update``), and exposes ``wire``: client-side request counts by
+method plus a one-shot hook run just before the next PUT leaves.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any, Protocol
+
+import requests
+import tenacity
+from bench_common import MICROVERSION, PROJECT, USER, CountingAdapter, make_adapter
+
+from reportclient import PlacementClient, add_allocations
+
+CONSUMER_TYPE = "INSTANCE"
+
+
+class Wire(Protocol):
+    """What a workload reads and arms on a driver's connection."""
+
+    counts: Counter[str]
+    before_put: Callable[[], None] | None
+    hook_seconds: float
+
+
+class Driver(Protocol):
+    """A client under test."""
+
+    name: str
+    wire: Wire
+
+    def claim(self, consumer: str, rp: str) -> None:
+        """Make ``consumer`` hold ``{rp: {VCPU: 1}}``; raise when the client reports failure."""
+
+    def update(self, consumer: str, rp: str) -> None:
+        """Add one VCPU on ``rp`` to what ``consumer`` holds; raise on failure."""
+
+    def warm(self, consumer: str) -> None:
+        """Let the client learn ``consumer`` the way it would in service (may do nothing)."""
+
+
+class ReportclientDriver:
+    """reportclient's PlacementClient over a counting keystoneauth1 Adapter, version pinned."""
+
+    name = "reportclient"
+
+    def __init__(self, url: str, token: str, retry: tenacity.Retrying | None = None) -> None:
+        """One client with its own keystoneauth1 Session (and connection pool)."""
+        self.wire: CountingAdapter = make_adapter(url, token)
+        self.client = PlacementClient(self.wire, microversion=MICROVERSION, retry=retry)
+
+    def claim(self, consumer: str, rp: str) -> None:
+        """``PlacementClient.claim``."""
+        self.client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    def update(self, consumer: str, rp: str) -> None:
+        """``PlacementClient.update_allocations`` with ``add_allocations``."""
+        self.client.update_allocations(
+            consumer, add_allocations({rp: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
+        )
+
+    def warm(self, consumer: str) -> None:
+        """Read the consumer once so its generation is cached."""
+        self.client.get_allocations(consumer)
+
+
+class BareError(RuntimeError):
+    """A bare floor's request was refused (the floors never retry)."""
+
+
+class _BareWire:
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.before_put: Callable[[], None] | None = None
+        self.hook_seconds = 0.0
+
+
+class BareDriver:
+    """The floors: a plain ``requests.Session``, no library, no retry, no cache.
+
+    ``get_first=False``: one ``PUT`` with ``consumer_generation: null`` per claim.
+    ``get_first=True``: ``GET`` the consumer, then ``PUT`` with the generation it showed,
+    which is what any client without a generation cache must do.
+    """
+
+    def __init__(self, url: str, token: str, *, get_first: bool) -> None:
+        """A session with the token and the pinned microversion as default headers."""
+        self.name = "bare GET+PUT" if get_first else "bare PUT"
+        self.get_first = get_first
+        self.url = url
+        self.session = requests.Session()
+        self.session.headers.update(
+            {
+                "X-Auth-Token": token,
+                "OpenStack-API-Version": f"placement {MICROVERSION}",
+                "Accept": "application/json",
+            }
+        )
+        self.wire = _BareWire()
+
+    def _get(self, consumer: str) -> dict[str, Any]:
+        self.wire.counts["GET"] += 1
+        resp = self.session.get(f"{self.url}/allocations/{consumer}")
+        if resp.status_code != 200:
+            raise BareError(f"GET {resp.status_code}: {resp.text[:200]}")
+        body: dict[str, Any] = resp.json()
+        return body
+
+    def _put(self, consumer: str, body: dict[str, Any]) -> None:
+        self.wire.counts["PUT"] += 1
+        if self.wire.before_put is not None:
+            hook, self.wire.before_put = self.wire.before_put, None
+            began = time.perf_counter()
+            hook()
+            self.wire.hook_seconds += time.perf_counter() - began
+        resp = self.session.put(f"{self.url}/allocations/{consumer}", json=body)
+        if resp.status_code != 204:
+            raise BareError(f"PUT {resp.status_code}: {resp.text[:200]}")
+
+    def claim(self, consumer: str, rp: str) -> None:
+        """PUT (or GET then PUT) the claim."""
+        generation = self._get(consumer).get("consumer_generation") if self.get_first else None
+        self._put(
+            consumer,
+            {
+                "allocations": {rp: {"resources": {"VCPU": 1}}},
+                "consumer_generation": generation,
+                "project_id": PROJECT,
+                "user_id": USER,
+                "consumer_type": CONSUMER_TYPE,
+            },
+        )
+
+    def update(self, consumer: str, rp: str) -> None:
+        """GET, add one VCPU, PUT with the generation read."""
+        current = self._get(consumer)
+        allocations = {
+            provider: {"resources": dict(entry["resources"])}
+            for provider, entry in current.get("allocations", {}).items()
+        }
+        resources = allocations.setdefault(rp, {"resources": {}})["resources"]
+        resources["VCPU"] = resources.get("VCPU", 0) + 1
+        self._put(
+            consumer,
+            {
+                "allocations": allocations,
+                "consumer_generation": current.get("consumer_generation"),
+                "project_id": current.get("project_id", PROJECT),
+                "user_id": current.get("user_id", USER),
+                "consumer_type": current.get("consumer_type", CONSUMER_TYPE),
+            },
+        )
+
+    def warm(self, consumer: str) -> None:
+        """Nothing to learn: the floor reads on every call."""
+
+
+# -- nova ----------------------------------------------------------------------------------
+
+
+class NovaUnavailable(RuntimeError):
+    """nova cannot be imported or driven here; the message says why."""
+
+
+class NovaClaimFailed(RuntimeError):
+    """``claim_resources`` returned something other than True (it does not always raise)."""
+
+
+def load_nova() -> tuple[Any, str]:
+    """Import nova's report client module; return it and nova's version.
+
+    :raises NovaUnavailable: with the reason, when nova is missing or broken.
+    """
+    from bench_common import package_version
+
+    version = package_version("nova")
+    if version is None:
+        raise NovaUnavailable(
+            "nova is not installed in this environment (use `tox -e bench-nova`, or a "
+            "separate virtualenv: pip install -e .[placement,test] nova)"
+        )
+    try:
+        with warnings.catch_warnings():
+            # nova imports eventlet, which warns that it is deprecated on every import.
+            warnings.simplefilter("ignore")
+            from nova.scheduler.client import report
+    except Exception as exc:  # any import failure means "cannot compare", not a crash
+        raise NovaUnavailable(f"nova {version} failed to import: {exc!r}") from exc
+    return report, version
+
+
+class NovaDriver:
+    """nova's ``SchedulerReportClient`` given our counting Adapter, exactly as nova calls it.
+
+    ``SchedulerReportClient(adapter=...)`` is nova's own seam: with an adapter it reads no
+    ``[placement]`` config and contacts no Keystone. ``claim_resources`` is called with the
+    microversion nova's scheduler uses for allocation candidates (``SAME_SUBTREE_VERSION``,
+    1.36) and ``consumer_generation=None``, as ``nova.scheduler.utils.claim_resources`` does.
+    ``update`` is ``add_resources_to_instance_allocation`` (GET then PUT, nova's retries).
+    """
+
+    name = "nova"
+
+    def __init__(self, report: Any, url: str, token: str) -> None:
+        """One SchedulerReportClient with its own keystoneauth1 Session."""
+        # raise_exc=False as nova's own get_sdk_adapter/get_ksa_adapter build it: nova reads
+        # 409 bodies itself and retries or raises AllocationUpdateFailed.
+        self.wire: CountingAdapter = make_adapter(url, token, raise_exc=False)
+        self.client = report.SchedulerReportClient(adapter=self.wire)
+        self.version = report.SAME_SUBTREE_VERSION
+        # claim_resources and add_resources_... only read context.global_id.
+        self.context = SimpleNamespace(global_id=None)
+
+    def claim(self, consumer: str, rp: str) -> None:
+        """``SchedulerReportClient.claim_resources``."""
+        ok = self.client.claim_resources(
+            self.context,
+            consumer,
+            {"allocations": {rp: {"resources": {"VCPU": 1}}}},
+            PROJECT,
+            USER,
+            allocation_request_version=self.version,
+            consumer_generation=None,
+        )
+        if ok is not True:
+            raise NovaClaimFailed(f"claim_resources returned {ok!r}")
+
+    def update(self, consumer: str, rp: str) -> None:
+        """``SchedulerReportClient.add_resources_to_instance_allocation``."""
+        self.client.add_resources_to_instance_allocation(
+            self.context, consumer, {rp: {"resources": {"VCPU": 1}}}
+        )
+
+    def warm(self, consumer: str) -> None:
+        """Nothing to learn: nova reads on every call."""

@@ -1,0 +1,201 @@
+"""Benchmark reportclient against the real Placement; print a table and write JSON.
+
+Usage: ``python bench/run.py [--quick] [--json PATH] [--with-nova]``
+
+Workloads 1-4 run against the real Placement in a separate process; workloads 5 (CPU with
+the transport stubbed) and 6 (cache memory, in child processes) need no server. Every
+comparison is measured side by side in the same run and printed as a ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+# Runnable from a source checkout without installing: the package and these helpers.
+for _path in (str(_HERE), str(_HERE.parent)):
+    if _path not in sys.path:
+        sys.path.append(_path)
+
+import bench_memory  # noqa: E402
+import bench_overhead  # noqa: E402
+from bench_common import (  # noqa: E402
+    INVENTORY,
+    WireCounter,
+    machine_info,
+    placement_server,
+    quiet_logging,
+    server_description,
+)
+from bench_contention import contention  # noqa: E402
+from bench_drivers import (  # noqa: E402
+    BareDriver,
+    Driver,
+    NovaDriver,
+    NovaUnavailable,
+    ReportclientDriver,
+    load_nova,
+)
+from bench_report import render, targets  # noqa: E402
+from bench_workloads import cached_updates, fresh_claims, shelve_race  # noqa: E402
+
+from reportclient import DEFAULT_CACHE_SIZE  # noqa: E402
+from reportclient.testing import PlacementAdmin  # noqa: E402
+
+FULL: dict[str, Any] = {
+    "w1_n": 250,
+    "rounds": 25,
+    "w2_n": 200,
+    "w3_n": 40,
+    "w4_clients": [1, 4, 16],
+    "w4_total": 96,
+    "w4_budgets": {"default": 45.0, "nova/consumer": 20.0},
+    "w5_block": 500,
+    "w5_repeats": 15,
+    "w6_bytes_n": DEFAULT_CACHE_SIZE,
+    "w6_rss": [DEFAULT_CACHE_SIZE, 1_000_000],
+}
+QUICK: dict[str, Any] = {
+    "w1_n": 40,
+    "rounds": 8,
+    "w2_n": 30,
+    "w3_n": 8,
+    "w4_clients": [1, 4, 16],
+    "w4_total": 16,
+    "w4_budgets": {"default": 10.0, "nova/consumer": 6.0},
+    "w5_block": 300,
+    "w5_repeats": 5,
+    "w6_bytes_n": 20_000,
+    "w6_rss": [DEFAULT_CACHE_SIZE],
+}
+
+
+def _progress(message: str, began: float) -> None:
+    print(f"  [{time.perf_counter() - began:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def _memory(sizes: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "bytes": bench_memory.run("bytes", sizes["w6_bytes_n"]),
+        "rss": [bench_memory.run("rss", n) for n in sizes["w6_rss"]],
+    }
+    if 1_000_000 not in sizes["w6_rss"]:
+        out["skipped"] = ["1,000,000-entry RSS child (--quick); run without --quick"]
+    return out
+
+
+def _server_workloads(
+    sizes: dict[str, Any], nova: Any, meta: dict[str, Any], began: float
+) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with placement_server() as server:
+        meta["server"] = server_description(server)
+        meta["server_startup_s"] = server.startup_seconds
+        url, token = server.url, server.token
+        admin = PlacementAdmin(url, token)
+        wire = WireCounter(server)
+        rp = admin.create_provider(inventory=INVENTORY)
+        rc = ReportclientDriver(url, token)
+        bare_put = BareDriver(url, token, get_first=False)
+        bare_get_put = BareDriver(url, token, get_first=True)
+        nova_driver = NovaDriver(nova, url, token) if nova is not None else None
+        extra: list[Driver] = [nova_driver] if nova_driver is not None else []
+
+        _progress("workload 1: fresh claims", began)
+        w1 = fresh_claims(
+            [rc, bare_put, bare_get_put, *extra], rp, sizes["w1_n"], sizes["rounds"], wire
+        )
+        consumers = w1.pop("consumers")
+        results["fresh_claims"] = w1
+
+        _progress("workload 2: updates of known consumers", began)
+        results["cached_updates"] = cached_updates(
+            [rc, bare_get_put, *extra], consumers, rp, sizes["w2_n"], sizes["rounds"], wire
+        )
+
+        _progress("workload 3: shelve race", began)
+        race_rp = admin.create_provider(inventory=INVENTORY)
+        variants: list[tuple[str, Driver, bool]] = [("reportclient", rc, True)]
+        if nova_driver is not None:
+            variants += [
+                ("nova: other writer between its GET and PUT", nova_driver, True),
+                ("nova: other writer before its GET", nova_driver, False),
+            ]
+        results["shelve_race"] = shelve_race(variants, admin, race_rp, sizes["w3_n"], wire)
+
+        _progress("workload 4: contention", began)
+        factories: dict[str, Any] = {"reportclient": lambda: ReportclientDriver(url, token)}
+        if nova is not None:
+            factories["nova"] = lambda: NovaDriver(nova, url, token)
+        results["contention"] = contention(
+            sizes["w4_clients"], sizes["w4_total"], sizes["w4_budgets"], factories, admin, wire
+        )
+        admin.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every workload, print the table, write the JSON; return the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small counts, under a minute")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=_HERE / "results" / "latest.json",
+        help="where to write the results (default bench/results/latest.json)",
+    )
+    parser.add_argument(
+        "--with-nova",
+        action="store_true",
+        help="also drive nova's SchedulerReportClient (needs nova installed)",
+    )
+    args = parser.parse_args(argv)
+    began = time.perf_counter()
+    quiet_logging()
+    sizes = QUICK if args.quick else FULL
+    meta: dict[str, Any] = machine_info()
+    meta.update(
+        mode="quick" if args.quick else "full",
+        started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        sizes=sizes,
+    )
+    nova: Any = None
+    if args.with_nova:
+        try:
+            nova, meta["nova"] = load_nova()
+        except NovaUnavailable as exc:
+            meta["nova_note"] = f"--with-nova requested but skipped: {exc}"
+            print(f"WARNING: {meta['nova_note']}", file=sys.stderr, flush=True)
+        else:
+            meta["nova_note"] = (
+                f"nova {meta['nova']} SchedulerReportClient(adapter=<keystoneauth1 Adapter, "
+                "endpoint_override=Placement URL, noauth2 token>) - no nova config needed"
+            )
+
+    results: dict[str, Any] = {}
+    _progress("workload 5: client CPU overhead (stubbed transport)", began)
+    results["overhead"] = bench_overhead.measure(sizes["w5_block"], sizes["w5_repeats"])
+    _progress("workload 6: cache memory (child processes)", began)
+    results["memory"] = _memory(sizes)
+    results.update(_server_workloads(sizes, nova, meta, began))
+    results["targets"] = targets(results)
+    meta["wall_seconds"] = time.perf_counter() - began
+
+    lines = render(meta, results)
+    lines.append(f"\nwall time {meta['wall_seconds']:.1f} s; JSON: {args.json}")
+    print("\n".join(lines))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(
+        json.dumps({"meta": meta, "results": results}, indent=2) + "\n", encoding="utf-8"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
