@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import requests
 import tenacity
 from bench_common import MICROVERSION, PROJECT, USER, CountingAdapter, make_adapter
+from keystoneauth1 import adapter as ks_adapter
 
 from reportclient import PlacementClient, add_allocations
 
@@ -161,6 +162,33 @@ class BareDriver:
 
     def warm(self, consumer: str) -> None:
         """Nothing to learn: the floor reads on every call."""
+
+
+class KeystoneauthDriver(BareDriver):
+    """The floor through the transport reportclient itself uses: a keystoneauth1 Adapter PUT.
+
+    Same bodies as :class:`BareDriver` with ``get_first=False``; the gap between this and
+    reportclient is the library's own cost, the gap to ``bare PUT`` is keystoneauth1's.
+    """
+
+    def __init__(self, url: str, token: str) -> None:
+        """A plain (uncounted) keystoneauth1 Adapter; requests are counted here."""
+        super().__init__(url, token, get_first=False)
+        self.name = "ks Adapter PUT"
+        self.adapter = make_adapter(url, token, adapter_class=ks_adapter.Adapter)
+
+    def _put(self, consumer: str, body: dict[str, Any]) -> None:
+        self.wire.counts["PUT"] += 1
+        resp = self.adapter.put(
+            f"/allocations/{consumer}",
+            json=body,
+            microversion=MICROVERSION,
+            raise_exc=False,
+            connect_retries=0,
+            status_code_retries=0,
+        )
+        if resp.status_code != 204:
+            raise BareError(f"PUT {resp.status_code}: {resp.text[:200]}")
 
 
 # -- nova ----------------------------------------------------------------------------------

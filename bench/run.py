@@ -37,6 +37,7 @@ from bench_contention import contention  # noqa: E402
 from bench_drivers import (  # noqa: E402
     BareDriver,
     Driver,
+    KeystoneauthDriver,
     NovaDriver,
     NovaUnavailable,
     ReportclientDriver,
@@ -104,12 +105,17 @@ def _server_workloads(
         rc = ReportclientDriver(url, token)
         bare_put = BareDriver(url, token, get_first=False)
         bare_get_put = BareDriver(url, token, get_first=True)
+        ks_put = KeystoneauthDriver(url, token)
         nova_driver = NovaDriver(nova, url, token) if nova is not None else None
         extra: list[Driver] = [nova_driver] if nova_driver is not None else []
 
         _progress("workload 1: fresh claims", began)
         w1 = fresh_claims(
-            [rc, bare_put, bare_get_put, *extra], rp, sizes["w1_n"], sizes["rounds"], wire
+            [rc, bare_put, ks_put, bare_get_put, *extra],
+            rp,
+            sizes["w1_n"],
+            sizes["rounds"],
+            wire,
         )
         consumers = w1.pop("consumers")
         results["fresh_claims"] = w1
