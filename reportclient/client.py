@@ -22,11 +22,11 @@ from reportclient.errors import GenerationConflict, PlacementUnavailable
 from reportclient.models import (
     Allocations,
     ConsumerAllocations,
-    normalize_allocations,
     validate_consumer_type,
     validate_owner,
     validate_uuid,
 )
+from reportclient.mutators import replace_allocations
 from reportclient.retry import default_retry
 from reportclient.transport import Transport, format_version, validate_request_id
 
@@ -157,10 +157,9 @@ class PlacementClient:
         :raises CapacityExceeded: a provider lacks room; not retried.
         :raises GenerationConflict: conflicts outlasted the retry policy.
         """
-        desired = normalize_allocations(allocations)
         return self.update_allocations(
             consumer_uuid,
-            lambda _current: desired,
+            replace_allocations(allocations),
             project_id=project_id,
             user_id=user_id,
             consumer_type=consumer_type,

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
 from reportclient.cache import ConsumerCache
 from reportclient.errors import GenerationConflict, PlacementError, PlacementUnavailable
-from reportclient.models import Allocations, ConsumerAllocations, normalize_allocations
+from reportclient.models import (
+    Allocations,
+    ConsumerAllocations,
+    is_valid_name,
+    normalize_allocations,
+)
 from reportclient.transport import CONSUMER_TYPE_VERSION, Transport
 
 __all__ = ["Mutator", "Reader", "WriteCycle"]
@@ -29,7 +33,6 @@ Mutator = Callable[[ConsumerAllocations], Allocations]
 Reader = Callable[[str, str | None], ConsumerAllocations]
 
 DEFAULT_CONSUMER_TYPE = "INSTANCE"
-_TYPE = re.compile(r"^[A-Z0-9_]+$")
 
 
 class WriteCycle:
@@ -174,7 +177,7 @@ def _type_to_send(requested: str | None, current: ConsumerAllocations) -> str:
     """
     if requested is not None:
         return requested
-    if current.consumer_type is not None and _TYPE.match(current.consumer_type):
+    if current.consumer_type is not None and is_valid_name(current.consumer_type):
         return current.consumer_type
     return DEFAULT_CONSUMER_TYPE
 

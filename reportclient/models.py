@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from reportclient.errors import InvalidInput
 
 __all__ = [
     "Allocations",
     "ConsumerAllocations",
+    "is_valid_name",
     "normalize_allocations",
     "validate_consumer_type",
     "validate_owner",
@@ -26,7 +27,8 @@ __all__ = [
 Allocations = Mapping[str, Mapping[str, int]]
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-_RESOURCE_CLASS = re.compile(r"^[A-Z0-9_]+$")
+# Placement's pattern for both resource class names and consumer types.
+_NAME = re.compile(r"^[A-Z0-9_]+$")
 _MAX_ID_LEN = 255
 # Placement stores amounts in a signed 32-bit column.
 _MAX_AMOUNT = 2**31 - 1
@@ -52,12 +54,17 @@ def validate_owner(project_id: object, user_id: object) -> None:
             raise InvalidInput(f"{name} must be a string of 1 to 255 characters, got {value!r}")
 
 
+def is_valid_name(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is a valid resource class name or consumer type."""
+    return isinstance(value, str) and bool(_NAME.match(value))
+
+
 def validate_consumer_type(value: object) -> str:
     """Return ``value`` if it is a valid consumer type (``^[A-Z0-9_]+$``).
 
     :raises InvalidInput: otherwise.
     """
-    if not isinstance(value, str) or not _RESOURCE_CLASS.match(value):
+    if not is_valid_name(value):
         raise InvalidInput(f"consumer_type must match ^[A-Z0-9_]+$, got {value!r}")
     return value
 
@@ -80,7 +87,7 @@ def normalize_allocations(allocations: object) -> dict[str, dict[str, int]]:
             )
         clean: dict[str, int] = {}
         for rc, amount in resources.items():
-            if not isinstance(rc, str) or not _RESOURCE_CLASS.match(rc):
+            if not is_valid_name(rc):
                 raise InvalidInput(f"resource class must match ^[A-Z0-9_]+$, got {rc!r}")
             # bool is an int subclass; True is not a meaningful amount.
             if isinstance(amount, bool) or not isinstance(amount, int):
