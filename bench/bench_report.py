@@ -77,6 +77,27 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _rate_table(
+    variants: dict[str, Any], unit: str, base_name: str, ratio_header: str
+) -> list[str]:
+    """Rate, ratio to ``base_name``, latency and requests per ``unit`` for each variant."""
+    base = variants[base_name][f"{unit}_per_s"]
+    rows = [
+        [
+            name,
+            v[f"{unit}_per_s"],
+            v[f"{unit}_per_s"] / base,
+            v["p50_ms"],
+            v["p99_ms"],
+            v[f"requests_per_{unit}"],
+            _errors(v["errors"]),
+        ]
+        for name, v in variants.items()
+    ]
+    headers = ["variant", f"{unit}s/s", ratio_header, "p50 ms", "p99 ms", f"req/{unit}", "errors"]
+    return table(headers, rows)
+
+
 def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
     """The whole printed report."""
     out = [
@@ -100,41 +121,11 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
             f"(n={w1['n']} per variant, {w1['rounds']} interleaved rounds; "
             "requests counted by the server)",
         ]
-        base = w1["variants"][BASE]["claim_per_s"]
-        rows = [
-            [
-                name,
-                v["claim_per_s"],
-                v["claim_per_s"] / base,
-                v["p50_ms"],
-                v["p99_ms"],
-                v["requests_per_claim"],
-                _errors(v["errors"]),
-            ]
-            for name, v in w1["variants"].items()
-        ]
-        out += table(
-            ["variant", "claims/s", "x bare PUT", "p50 ms", "p99 ms", "req/claim", "errors"], rows
-        )
+        out += _rate_table(w1["variants"], "claim", BASE, "x bare PUT")
     w2 = results.get("cached_updates")
     if w2:
         out += ["", f"[2] Updates of known consumers (+1 VCPU each; n={w2['n']} per variant)"]
-        base = w2["variants"][GETPUT]["update_per_s"]
-        rows = [
-            [
-                name,
-                v["update_per_s"],
-                v["update_per_s"] / base,
-                v["p50_ms"],
-                v["p99_ms"],
-                v["requests_per_update"],
-                _errors(v["errors"]),
-            ]
-            for name, v in w2["variants"].items()
-        ]
-        out += table(
-            ["variant", "updates/s", "x GET+PUT", "p50 ms", "p99 ms", "req/update", "errors"], rows
-        )
+        out += _rate_table(w2["variants"], "update", GETPUT, "x GET+PUT")
     w3 = results.get("shelve_race")
     if w3:
         out += [
