@@ -176,12 +176,9 @@ def _create_compute_node(adapter: ks_adapter.Adapter) -> str:
     )
     if resp.status_code != 200:
         raise PlacementError(f"could not create the demo provider: {resp.status_code} {resp.text}")
-    inventories = {
-        rc: {"total": inv["total"], "max_unit": inv["max_unit"]} for rc, inv in INVENTORY.items()
-    }
     resp = adapter.put(
         f"/resource_providers/{rp}/inventories",
-        json={"resource_provider_generation": 0, "inventories": inventories},
+        json={"resource_provider_generation": 0, "inventories": INVENTORY},
         headers=headers,
         raise_exc=False,
     )
