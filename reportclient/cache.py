@@ -7,37 +7,59 @@ consumers and are then stored once. For the same reason the LRU order is a
 plain dict's insertion order (a hit moves the key to the end) rather than an
 OrderedDict, whose linked list costs about 50 bytes a consumer. Eviction only
 ever costs a later re-read.
+
+Trust is bounded by age (``ttl``). Placement restarts a consumer's
+generation at 1 when it is deleted and re-created, so a generation that
+still matches does not prove the cached content is what Placement holds;
+only a recent entry is trusted for the content or the generation of a
+write. An older entry is still returned, marked untrusted: it tells what
+this client last knew (whether a claim would overwrite something it never
+saw) and whether the consumer is likely to exist (which request to send
+first), never what to write. Each entry stores the start of the current
+clock *tick*, one float object shared by every entry written during that
+tick, so the age costs a tuple slot (8 bytes) rather than a float apiece; a
+tick start is never later than the real write, so ages only err long.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from reportclient.models import ConsumerAllocations
 
-__all__ = ["DEFAULT_CACHE_SIZE", "CacheStats", "ConsumerCache"]
+__all__ = ["DEFAULT_CACHE_SIZE", "DEFAULT_CACHE_TTL", "CacheStats", "ConsumerCache"]
 
 #: Enough for every instance a large cell's scheduler tracks at once.
 DEFAULT_CACHE_SIZE = 100_000
+#: Seconds a cached state is trusted for a write; 0 trusts none (README: Cache).
+DEFAULT_CACHE_TTL = 0.0
+# Longest clock tick; shorter for short ttls so an entry is never judged
+# more than a sixteenth of the ttl older than it is.
+_MAX_TICK = 1.0
 # Evict this share of the bound at a time: finding a dict's oldest keys scans
 # past the holes earlier deletions left at its front, so one scan per batch
 # keeps eviction cheap where one scan per eviction would grow quadratic.
 _EVICT_SHARE = 64
 
-# (generation, project_id, user_id, consumer_type,
+# (tick, generation, project_id, user_id, consumer_type,
 #  then per provider to the end: rp_uuid, n_resources, rc, amount, rc, amount, ...)
 _Entry = tuple[object, ...]
+_HEAD = 5
 
 
 def _intern(value: str | None) -> str | None:
     return sys.intern(value) if type(value) is str else value
 
 
-def _encode(state: ConsumerAllocations) -> _Entry:
+def _encode(state: ConsumerAllocations, tick: float | None) -> _Entry:
     flat: list[object] = [
+        tick,
         state.generation,
         _intern(state.project_id),
         _intern(state.user_id),
@@ -54,7 +76,7 @@ def _encode(state: ConsumerAllocations) -> _Entry:
 
 def _decode(consumer_uuid: str, entry: _Entry) -> ConsumerAllocations:
     allocations: dict[str, dict[str, int]] = {}
-    pos = 4
+    pos = _HEAD
     while pos < len(entry):
         rp_uuid = entry[pos]
         count = entry[pos + 1]
@@ -67,10 +89,10 @@ def _decode(consumer_uuid: str, entry: _Entry) -> ConsumerAllocations:
     return ConsumerAllocations(
         consumer_uuid=consumer_uuid,
         allocations=allocations,
-        generation=entry[0],  # type: ignore[arg-type]
-        project_id=entry[1],  # type: ignore[arg-type]
-        user_id=entry[2],  # type: ignore[arg-type]
-        consumer_type=entry[3],  # type: ignore[arg-type]
+        generation=entry[1],  # type: ignore[arg-type]
+        project_id=entry[2],  # type: ignore[arg-type]
+        user_id=entry[3],  # type: ignore[arg-type]
+        consumer_type=entry[4],  # type: ignore[arg-type]
     )
 
 
@@ -91,13 +113,29 @@ class ConsumerCache:
     Once full, the least recently used 1/64 of the bound goes at once.
 
     :param maxsize: entries kept at most; 0 disables caching.
+    :param ttl: seconds an entry is trusted for a write; 0 never, ``inf``
+        always.
+    :param clock: monotonic seconds; tests pass a fake one.
     """
 
-    def __init__(self, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
+    def __init__(
+        self,
+        maxsize: int = DEFAULT_CACHE_SIZE,
+        ttl: float = DEFAULT_CACHE_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 0:
             raise ValueError(f"cache_size must be an int >= 0, got {maxsize!r}")
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl >= 0:
+            raise ValueError(f"cache_ttl must be a number of seconds >= 0, got {ttl!r}")
         self._maxsize = maxsize
         self._batch = max(1, maxsize // _EVICT_SHARE)
+        self._ttl = float(ttl)
+        # Only a finite, non-zero ttl needs the clock at all.
+        self._timed = 0 < self._ttl < math.inf
+        self._clock = clock
+        self._tick_length = min(_MAX_TICK, self._ttl / 16) if self._timed else 0.0
+        self._tick = -math.inf
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
@@ -105,8 +143,18 @@ class ConsumerCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def ttl(self) -> float:
+        """Seconds an entry is trusted for a write."""
+        return self._ttl
+
     def get(self, consumer_uuid: str) -> ConsumerAllocations | None:
-        """The cached state, or None; a hit counts as a use."""
+        """The cached state however old, or None; a hit counts as a use."""
+        found = self.lookup(consumer_uuid)
+        return None if found is None else found[0]
+
+    def lookup(self, consumer_uuid: str) -> tuple[ConsumerAllocations, bool] | None:
+        """The cached state and whether it is young enough to trust, or None."""
         with self._lock:
             entry = self._entries.get(consumer_uuid)
             if entry is None:
@@ -116,14 +164,27 @@ class ConsumerCache:
             del self._entries[consumer_uuid]
             self._entries[consumer_uuid] = entry
             self._hits += 1
-        return _decode(consumer_uuid, entry)
+        return _decode(consumer_uuid, entry), self._trusted(entry[0])
+
+    def _trusted(self, tick: object) -> bool:
+        if not self._timed:
+            return self._ttl > 0
+        return isinstance(tick, float) and self._clock() - tick < self._ttl
+
+    def _stamp(self) -> float | None:
+        if not self._timed:
+            return None
+        now = self._clock()
+        if now - self._tick >= self._tick_length:
+            self._tick = now  # a new shared float object for this tick's entries
+        return self._tick
 
     def put(self, state: ConsumerAllocations) -> None:
-        """Remember ``state`` as the consumer's latest."""
+        """Remember ``state`` as the consumer's latest, as of now."""
         if not self._maxsize:
             return
-        entry = _encode(state)
         with self._lock:
+            entry = _encode(state, self._stamp())
             self._entries.pop(state.consumer_uuid, None)
             self._entries[state.consumer_uuid] = entry
             if len(self._entries) > self._maxsize:

@@ -8,7 +8,10 @@ never replays a body built from stale state.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 import tenacity
@@ -16,25 +19,46 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
-from reportclient.cache import DEFAULT_CACHE_SIZE, CacheStats, ConsumerCache
-from reportclient.cycle import Mutator, WriteCycle
-from reportclient.errors import GenerationConflict, PlacementUnavailable
+from reportclient.cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats, ConsumerCache
+from reportclient.cycle import Kind, Mutator, WriteCycle
+from reportclient.errors import (
+    ConsumerChanged,
+    GenerationConflict,
+    InvalidInput,
+    OutcomeUnknown,
+    PlacementUnavailable,
+)
 from reportclient.models import (
     Allocations,
     ConsumerAllocations,
+    normalize_allocations,
     validate_consumer_type,
     validate_owner,
     validate_uuid,
 )
-from reportclient.mutators import replace_allocations
+from reportclient.mutators import is_idempotent
 from reportclient.retry import default_retry
-from reportclient.transport import Transport, format_version, validate_request_id
+from reportclient.transport import DEFAULT_TIMEOUT, Transport, format_version, validate_request_id
 
 __all__ = ["Mutator", "PlacementClient"]
 
 LOG = logging.getLogger("reportclient")
 
+#: Seconds per request: one number for both, or (connect, read).
+Timeout = float | tuple[float, float]
+
 _RETRIABLE = (GenerationConflict, PlacementUnavailable)
+# Subclasses of the retriable kinds that end an operation: retrying them
+# would overwrite, or apply a mutation twice.
+_TERMINAL = (ConsumerChanged, OutcomeUnknown)
+
+
+def _retriable(exc: BaseException | None) -> bool:
+    return isinstance(exc, _RETRIABLE) and not isinstance(exc, _TERMINAL)
+
+
+def _release(current: ConsumerAllocations) -> Allocations:
+    return {}
 
 
 class PlacementClient:
@@ -46,8 +70,13 @@ class PlacementClient:
     :param retry: a ``tenacity.Retrying`` deciding when and how long to
         retry; what is retried is always the client's decision.
     :param cache_size: consumers whose state is kept (LRU); 0 disables.
+    :param cache_ttl: seconds a cached state is trusted for the content and
+        generation of a write; 0 (the default) trusts none, so every update
+        reads first. See README.rst, "Cache".
+    :param clock: monotonic seconds for ``cache_ttl``; tests pass a fake.
     :param microversion: pin a version instead of negotiating one.
     :param global_request_id: ``req-<uuid4>`` sent with every request.
+    :param timeout: seconds per request, one number or (connect, read).
     """
 
     def __init__(
@@ -56,13 +85,19 @@ class PlacementClient:
         *,
         retry: tenacity.Retrying | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_ttl: float = DEFAULT_CACHE_TTL,
+        clock: Callable[[], float] = time.monotonic,
         microversion: str | None = None,
         global_request_id: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
     ) -> None:
         self._transport = Transport(
-            adapter, microversion=microversion, global_request_id=global_request_id
+            adapter, microversion=microversion, global_request_id=global_request_id, timeout=timeout
         )
-        self._cache = ConsumerCache(cache_size)
+        try:
+            self._cache = ConsumerCache(cache_size, cache_ttl, clock)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
         self._retry = retry if retry is not None else default_retry()
 
     @classmethod
@@ -72,8 +107,11 @@ class PlacementClient:
         *,
         retry: tenacity.Retrying | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        cache_ttl: float = DEFAULT_CACHE_TTL,
+        clock: Callable[[], float] = time.monotonic,
         microversion: str | None = None,
         global_request_id: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
         **adapter_kwargs: Any,
     ) -> PlacementClient:
         """Build a client over a keystoneauth1 Session.
@@ -82,13 +120,15 @@ class PlacementClient:
         ``region_name``, ``endpoint_override``...).
         """
         adapter_kwargs.setdefault("service_type", "placement")
-        adapter = ks_adapter.Adapter(session, **adapter_kwargs)
         return cls(
-            adapter,
+            ks_adapter.Adapter(session, **adapter_kwargs),
             retry=retry,
             cache_size=cache_size,
+            cache_ttl=cache_ttl,
+            clock=clock,
             microversion=microversion,
             global_request_id=global_request_id,
+            timeout=timeout,
         )
 
     @classmethod
@@ -116,7 +156,7 @@ class PlacementClient:
         return self._cache.stats()
 
     def cached(self, consumer_uuid: str) -> ConsumerAllocations | None:
-        """What the cache holds for a consumer; None when nothing is cached."""
+        """What the cache holds for a consumer, however old; None when nothing is cached."""
         return self._cache.get(validate_uuid(consumer_uuid))
 
     def get_allocations(
@@ -130,7 +170,7 @@ class PlacementClient:
         :param global_request_id: ``req-<uuid4>`` for this call, overriding
             the client's (every call below takes it too).
         """
-        validate_uuid(consumer_uuid)
+        consumer_uuid = validate_uuid(consumer_uuid)
         reply = self._transport.request(
             "GET",
             f"/allocations/{consumer_uuid}",
@@ -149,19 +189,33 @@ class PlacementClient:
         project_id: str,
         user_id: str,
         consumer_type: str | None = None,
+        overwrite: bool = False,
         global_request_id: str | None = None,
     ) -> ConsumerAllocations:
-        """Make the consumer hold exactly ``allocations``.
+        """Make the consumer hold exactly ``allocations``, creating it if needed.
 
+        Replaces only what this client knew the consumer to hold (or nothing,
+        for a consumer it never saw); idempotent, so a lost answer is checked
+        and the claim written again as needed.
+
+        :param overwrite: replace whatever the consumer holds, even
+            allocations this client never saw (last writer wins).
         :raises InvalidInput: before any request, for malformed input.
+        :raises ConsumerChanged: another writer changed the consumer; nothing
+            was overwritten.
         :raises CapacityExceeded: a provider lacks room; not retried.
         :raises GenerationConflict: conflicts outlasted the retry policy.
+        :raises OutcomeUnknown: the policy gave up while a write may still land.
+        :raises PlacementUnavailable: Placement stayed unreachable.
         """
-        return self.update_allocations(
+        desired = normalize_allocations(allocations)
+        return self._run(
             consumer_uuid,
-            replace_allocations(allocations),
-            project_id=project_id,
-            user_id=user_id,
+            lambda _current: desired,
+            Kind.CLAIM,
+            idempotent=True,
+            overwrite=overwrite,
+            owner=(project_id, user_id),
             consumer_type=consumer_type,
             global_request_id=global_request_id,
         )
@@ -176,97 +230,163 @@ class PlacementClient:
         consumer_type: str | None = None,
         global_request_id: str | None = None,
     ) -> ConsumerAllocations:
-        """Read-modify-write a consumer's allocations.
+        """Read-modify-write the allocations of an existing consumer.
 
-        ``mutate(current)`` is called on every attempt with the state the
-        attempt starts from (cached, assumed new, or just read after a
-        conflict) and returns what the consumer should hold.
+        ``mutate(current)`` gets a copy of the state the write will replace (a
+        state just read, or one cached within ``cache_ttl``) and returns what
+        the consumer should hold; it runs again on every attempt. It is taken
+        as not idempotent unless it says so (:func:`reportclient.idempotent`).
 
         ``consumer_type`` (sent from microversion 1.38) defaults to the
-        consumer's own type, or ``INSTANCE`` for a new consumer.
+        consumer's own type.
 
         :raises InvalidInput: before any request, for malformed input.
+        :raises ConsumerGone: the consumer does not exist; it is not created.
         :raises CapacityExceeded: a provider lacks room; not retried.
+        :raises OutcomeUnknown: a write's answer was lost and a mutation that
+            is not idempotent cannot be proven landed or not; not re-applied.
         :raises GenerationConflict: conflicts outlasted the retry policy.
         :raises PlacementUnavailable: Placement stayed unreachable.
         """
-        validate_uuid(consumer_uuid)
-        validate_owner(project_id, user_id)
-        ctype = None if consumer_type is None else validate_consumer_type(consumer_type)
-        request_id = validate_request_id(global_request_id)
-        return self._run(consumer_uuid, mutate, (project_id, user_id), ctype, request_id)
+        if not callable(mutate):
+            raise InvalidInput(
+                f"mutate must be a function of the consumer's current state, got "
+                f"{type(mutate).__name__}; to set allocations use claim() or "
+                "replace_allocations(...)"
+            )
+        return self._run(
+            consumer_uuid,
+            mutate,
+            Kind.UPDATE,
+            idempotent=is_idempotent(mutate),
+            owner=(project_id, user_id),
+            consumer_type=consumer_type,
+            global_request_id=global_request_id,
+        )
 
     def release(self, consumer_uuid: str, *, global_request_id: str | None = None) -> None:
         """Remove all of a consumer's allocations, guarded by its generation.
 
-        Unlike ``DELETE /allocations``, a concurrent writer is never
-        overwritten blindly. A consumer that is already gone is not an error.
+        Unlike ``DELETE /allocations``, each write carries the generation just
+        read (or cached within ``cache_ttl``), so a write racing with it is
+        never lost unseen: the release re-reads and removes what is there. A
+        consumer that is already gone is not an error.
         """
-        validate_uuid(consumer_uuid)
-        request_id = validate_request_id(global_request_id)
-        self._run(consumer_uuid, lambda _current: {}, None, None, request_id)
+        self._run(
+            consumer_uuid,
+            _release,
+            Kind.RELEASE,
+            idempotent=True,
+            owner=None,
+            consumer_type=None,
+            global_request_id=global_request_id,
+        )
 
     def _run(
         self,
-        consumer: str,
+        consumer_uuid: str,
         mutate: Mutator,
+        kind: Kind,
+        *,
+        idempotent: bool,
         owner: tuple[str, str] | None,
-        ctype: str | None,
-        request_id: str | None,
+        consumer_type: str | None,
+        global_request_id: str | None,
+        overwrite: bool = False,
     ) -> ConsumerAllocations:
-        """Run a write cycle's attempts under the retry policy."""
+        """Validate, then run a write cycle's attempts under the retry policy."""
+        consumer = validate_uuid(consumer_uuid)
+        if owner is not None:
+            validate_owner(*owner)
         cycle = WriteCycle(
             self._transport,
             self._cache,
             self._read_for_cycle,
             consumer,
             mutate,
-            owner,
-            ctype,
-            request_id,
+            kind=kind,
+            idempotent=idempotent,
+            overwrite=overwrite,
+            owner=owner,
+            ctype=None if consumer_type is None else validate_consumer_type(consumer_type),
+            request_id=validate_request_id(global_request_id),
         )
         # Most writes land at once: the policy is only built (a measurable
         # share of a claim's CPU) after a first attempt has failed.
         try:
             return cycle.attempt(1)
         except _RETRIABLE as exc:
+            if not _retriable(exc):
+                raise
             first_failure = exc
-        for attempt in self._policy(consumer):
-            with attempt:
-                number = attempt.retry_state.attempt_number
-                if number == 1:
-                    raise first_failure  # let the policy judge the attempt already made
-                return cycle.attempt(number)
-        raise AssertionError("unreachable: the retry policy neither returned nor raised")
+        numbers = itertools.count(1)
+
+        def attempt() -> ConsumerAllocations:
+            number = next(numbers)
+            if number == 1:
+                raise first_failure  # let the policy judge the attempt already made
+            return cycle.attempt(number)
+
+        try:
+            # The call form, not the iterator: it honours a user's
+            # retry_error_callback (whose value tenacity then returns).
+            result: ConsumerAllocations = self._policy(cycle)(attempt)
+        except _RETRIABLE as exc:
+            if not _retriable(exc):
+                raise
+            LOG.error(
+                "consumer %s: giving up after %d attempt(s): %s",
+                consumer,
+                next(numbers) - 1,
+                exc,
+            )
+            if cycle.pending:
+                raise OutcomeUnknown(
+                    f"gave up while a write whose answer was lost may still land: {exc.message}",
+                    sent=cycle.pending[-1],
+                    state=cycle.last_read,
+                    status=exc.status,
+                    code=exc.code,
+                    request_id=exc.request_id,
+                    method="PUT",
+                    url=f"/allocations/{consumer}",
+                ) from exc
+            raise
+        return result
 
     def _read_for_cycle(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
         return self.get_allocations(consumer, global_request_id=request_id)
 
-    def _policy(self, consumer: str) -> tenacity.Retrying:
+    def _policy(self, cycle: WriteCycle) -> tenacity.Retrying:
         """The user's policy, deciding only when and how long; we decide what.
 
-        A stale consumer generation on the first attempt means the cache (or
-        the guess that the consumer is new) was wrong, not that writers are
-        contending, so the re-read it calls for is not delayed.
+        A stale consumer generation on a write computed from the cache (or
+        from the guess that the consumer is new) means that guess was wrong,
+        not that writers are contending, so the re-read it calls for is not
+        delayed and is logged at DEBUG. A conflict on a write computed from a
+        state just read means contention: it backs off and warns.
         """
         user_hook = self._retry.before_sleep
         user_wait = self._retry.wait
 
-        def wait(state: tenacity.RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            if (
-                state.attempt_number == 1
-                and isinstance(exc, GenerationConflict)
+        def routine(exc: BaseException | None) -> bool:
+            return (
+                isinstance(exc, GenerationConflict)
                 and exc.consumer_conflict
-            ):
+                and not cycle.contended
+            )
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            if routine(state.outcome.exception() if state.outcome else None):
                 return 0.0
             return float(user_wait(state))
 
         def log_retry(state: tenacity.RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
-            LOG.warning(
+            LOG.log(
+                logging.DEBUG if routine(exc) else logging.WARNING,
                 "consumer %s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
-                consumer,
+                cycle.consumer,
                 state.attempt_number,
                 type(exc).__name__,
                 getattr(exc, "detail", None) or getattr(exc, "message", exc),
@@ -277,7 +397,7 @@ class PlacementClient:
                 user_hook(state)
 
         return self._retry.copy(
-            retry=tenacity.retry_if_exception_type(_RETRIABLE),
+            retry=tenacity.retry_if_exception(_retriable),
             wait=wait,
             before_sleep=log_retry,
             reraise=True,

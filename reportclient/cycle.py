@@ -1,29 +1,58 @@
-"""One write operation's read -> compute -> write attempts.
+"""One write operation's read -> compute -> write attempts, and the invariants they keep.
 
 A :class:`WriteCycle` carries what earlier attempts of the same operation
 learned (that the cache was wrong, the generation a conflict revealed, a
-state read after a lost answer) into the next attempt. Deciding *whether*
-there is a next attempt is the retry policy's job, in :mod:`client`.
+state read after a lost answer, writes whose fate is still open) into the
+next attempt. Deciding *whether* there is a next attempt is the retry
+policy's job, in :mod:`client`.
+
+The invariants (README.rst, "Write semantics"):
+
+* **No clobber.** A claim replaces only what this client knew (its cache,
+  however old, or nothing for a consumer it takes for new) or what it wrote
+  itself; anything else raises :class:`ConsumerChanged` unless the caller
+  asked to overwrite. An update's ``mutate`` is always called on the state
+  the write will replace.
+* **No resurrection.** Only a claim creates a consumer; an update of a
+  consumer that does not exist raises :class:`ConsumerGone`.
+* **No stale premise.** ``mutate`` sees a copy of a state Placement
+  returned (or accepted) within the cache's trust window, never an
+  invented one.
+* **At most once.** When a write's answer is lost, generation arithmetic
+  (:func:`reportclient.outcome.fate`) decides whether it landed; a mutation that is not
+  idempotent is never written again unless the arithmetic proves the first
+  write did not land and never can, and otherwise the caller gets
+  :class:`OutcomeUnknown`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from reportclient.cache import ConsumerCache
-from reportclient.errors import GenerationConflict, PlacementError, PlacementUnavailable
+from reportclient.errors import (
+    ConsumerChanged,
+    ConsumerGone,
+    GenerationConflict,
+    OutcomeUnknown,
+    PlacementError,
+    PlacementUnavailable,
+)
 from reportclient.models import (
     Allocations,
+    AllocationWrite,
     ConsumerAllocations,
     is_valid_name,
     normalize_allocations,
 )
+from reportclient.outcome import Fate, already_holds, fate
 from reportclient.transport import CONSUMER_TYPE_VERSION, Transport
 
-__all__ = ["Mutator", "Reader", "WriteCycle"]
+__all__ = ["Kind", "Mutator", "Reader", "WriteCycle"]
 
 LOG = logging.getLogger("reportclient")
 
@@ -35,9 +64,25 @@ Reader = Callable[[str, str | None], ConsumerAllocations]
 DEFAULT_CONSUMER_TYPE = "INSTANCE"
 
 
+class Kind(enum.Enum):
+    """What an operation may do to a consumer."""
+
+    #: Hold exactly the given allocations; the only kind that creates.
+    CLAIM = "claim"
+    #: Read-modify-write of an existing consumer.
+    UPDATE = "update"
+    #: Remove whatever the consumer holds; a missing consumer is done.
+    RELEASE = "release"
+
+
 class WriteCycle:
     """The attempts of one claim, update or release of one consumer.
 
+    :param kind: what the operation may do (see :class:`Kind`).
+    :param mutate: computes the allocations to hold from a copy of the
+        current state.
+    :param idempotent: ``mutate`` applied to its own result changes nothing.
+    :param overwrite: a claim may replace allocations it never saw.
     :param owner: (project_id, user_id) to write, or None to keep the
         consumer's own (a release).
     :param ctype: the consumer type asked for, or None to keep the
@@ -51,6 +96,10 @@ class WriteCycle:
         read: Reader,
         consumer: str,
         mutate: Mutator,
+        *,
+        kind: Kind,
+        idempotent: bool,
+        overwrite: bool = False,
         owner: tuple[str, str] | None,
         ctype: str | None,
         request_id: str | None,
@@ -60,67 +109,193 @@ class WriteCycle:
         self._reader = read
         self.consumer = consumer
         self._mutate = mutate
+        self._kind = kind
+        self._idempotent = idempotent
+        self._overwrite = overwrite
         self._owner = owner
         self._ctype = ctype
         self._request_id = request_id
         self._need_read = False
         self._prefetched: ConsumerAllocations | None = None
         self._hint: int | None = None
+        self._known: ConsumerAllocations | None = None
+        self._known_taken = False
+        #: Writes whose answer was lost and which may still land.
+        self.pending: list[AllocationWrite] = []
+        #: The last state read from Placement during this operation.
+        self.last_read: ConsumerAllocations | None = None
+        #: Whether the last failed write was computed from a state just read
+        #: (a conflict then means writers contend, not that a cache was stale).
+        self.contended = False
 
     def attempt(self, number: int) -> ConsumerAllocations:
         """Run attempt ``number``; return the consumer's state once it holds what was asked.
 
         :raises GenerationConflict: the write lost a race (retriable).
         :raises PlacementUnavailable: Placement did not answer (retriable).
+        :raises OutcomeUnknown: a write may have landed and cannot be risked again.
+        :raises ConsumerChanged: a claim would overwrite what it never saw.
+        :raises ConsumerGone: an update's consumer does not exist.
         """
         # Negotiated once per client, before anything that could write: a
         # failed GET / proves nothing was written.
         send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
-        if self._prefetched is not None:
-            current, fresh, self._prefetched = self._prefetched, True, None
-        elif self._need_read:
-            current, fresh = self._read(), True
-        else:
-            # Optimistic: a consumer nobody told us about is new.
-            known = self._cache.get(self.consumer)
-            current, fresh = known or ConsumerAllocations.missing(self.consumer), False
-        desired = normalize_allocations(self._mutate(current))
-        if not desired and not fresh and not current.exists:
-            # Emptying a consumer we believe missing: an empty write as a new
-            # consumer would leave Placement an invisible generation-0 record
-            # if it is, so look instead.
-            current, fresh = self._read(), True
-            desired = normalize_allocations(self._mutate(current))
-        if self._owner is None and fresh and not current.allocations:
-            return current  # a release with nothing left to release
-        owner = self._owner or _owner_of(current)
-        if fresh and _already_holds(current, desired, owner, self._ctype):
-            return current
+        current, fresh = self._start()
+        planned = self._plan(current, fresh)
+        if isinstance(planned, ConsumerAllocations):
+            return planned
         try:
-            return self._write(current, desired, owner, send_type)
+            return self._write(planned, send_type)
         except GenerationConflict as exc:
             self._cache.discard(self.consumer)
             self._need_read = True
             self._hint = exc.server_generation
+            self.contended = fresh
             exc.attempts = number
             raise
-        except PlacementUnavailable as write_error:
-            if not write_error.outcome_unknown:
+        except PlacementUnavailable as exc:
+            if not exc.outcome_unknown:
                 raise  # nothing reached Placement; what we knew still holds
-            # The write may have landed: look before writing again.
+            self.pending.append(planned)
             self._cache.discard(self.consumer)
-            self._need_read = True
-            try:
-                reread = self._read()
-            except PlacementUnavailable:
-                # The caller's question is the write's fate, so the write's
-                # error is raised (the read's is its __context__).
-                raise write_error from write_error.__cause__
-            if reread.allocations == desired and reread.exists == bool(desired):
-                LOG.info("consumer %s: lost answer, but the write had landed", self.consumer)
-                return reread
-            self._prefetched = reread
+            return self._after_lost_answer(exc)
+        except PlacementError as exc:
+            if self.pending:
+                # Refused now, but an earlier write of ours may still land.
+                raise self._unknown(exc.message, self.last_read) from exc
             raise
+
+    def _after_lost_answer(self, write_error: PlacementUnavailable) -> ConsumerAllocations:
+        """Look at once; settle the operation if the read proves enough, else retry later."""
+        self._need_read = True
+        try:
+            reread = self._read()
+        except PlacementUnavailable:
+            # The caller's question is the write's fate, so the write's
+            # error is raised; the read's is its __context__.
+            raise write_error from write_error.__cause__
+        planned = self._plan(reread, True)
+        if isinstance(planned, ConsumerAllocations):
+            LOG.info("consumer %s: answer lost, but Placement holds what was asked", self.consumer)
+            return planned
+        self._prefetched = reread
+        self.contended = False
+        raise write_error
+
+    def _start(self) -> tuple[ConsumerAllocations, bool]:
+        """The state this attempt computes from, and whether it was just read."""
+        if self._prefetched is not None:
+            state, self._prefetched = self._prefetched, None
+            return state, True
+        if self._need_read or self.pending:
+            return self._read(), True
+        found = self._cache.lookup(self.consumer)
+        if not self._known_taken:
+            # What this client knew when the operation began: a claim's premise.
+            self._known = None if found is None else found[0]
+            self._known_taken = True
+        if found is not None and found[1] and (found[0].exists or self._kind is Kind.CLAIM):
+            return found[0], False
+        if self._kind is Kind.CLAIM and (found is None or not found[0].exists):
+            # A consumer this client never saw (or saw missing) is new: one
+            # request. A wrong guess costs a conflict and a read.
+            return ConsumerAllocations.missing(self.consumer), False
+        # An untrusted entry, or an update or release without any entry:
+        # read first, as a guess would cost a conflict and a read.
+        return self._read(), True
+
+    def _plan(
+        self, current: ConsumerAllocations, fresh: bool
+    ) -> ConsumerAllocations | AllocationWrite:
+        """Either the operation's result (nothing to write) or the write to send."""
+        if fresh:
+            done = self._settle_pending(current)
+            if done is not None:
+                return done
+        if self._kind is Kind.UPDATE and not current.exists:
+            raise ConsumerGone(
+                "the consumer does not exist; updates never create one (claim does)",
+                state=current,
+                consumer_uuid=self.consumer,
+            )
+        if self._kind is Kind.RELEASE and fresh and not current.allocations:
+            return current  # nothing left to release
+        desired = normalize_allocations(self._mutate(_copy(current)))
+        if not desired and not fresh and not current.exists:
+            # Emptying a consumer we believe missing: an empty write as a new
+            # consumer would leave Placement an invisible generation-0 record
+            # if it is, so look instead.
+            return self._plan(self._read(), True)
+        if fresh and self._kind is Kind.CLAIM:
+            self._check_premise(current, desired)
+        owner = self._owner or _owner_of(current)
+        if fresh and already_holds(current, desired, owner, self._ctype):
+            return current
+        ctype = self._ctype if self._ctype is not None else _type_of(current)
+        return AllocationWrite(self.consumer, desired, current.generation, *owner, ctype)
+
+    def _settle_pending(self, state: ConsumerAllocations) -> ConsumerAllocations | None:
+        """Apply what a fresh read proves about writes whose answers were lost.
+
+        Returns ``state`` when it already is what an idempotent operation
+        wanted; raises :class:`OutcomeUnknown` when a mutation that is not
+        idempotent may have landed; drops writes that can no longer land.
+        """
+        if not self.pending:
+            return None
+        still_open = []
+        for write in self.pending:
+            verdict = fate(write, state)
+            if self._idempotent:
+                if already_holds(state, write.allocations, (write.project_id, write.user_id), None):
+                    self.pending.clear()
+                    return state
+                if verdict is Fate.PENDING:
+                    still_open.append(write)
+            elif verdict is Fate.UNKNOWN:
+                raise self._unknown(
+                    f"a write carrying generation {write.consumer_generation} got no answer, "
+                    f"and Placement now holds {_describe(state)}: it may or may not have landed",
+                    state,
+                    write,
+                )
+            elif verdict is Fate.PENDING:
+                still_open.append(write)
+        self.pending[:] = still_open
+        return None
+
+    def _check_premise(
+        self, state: ConsumerAllocations, desired: dict[str, dict[str, int]]
+    ) -> None:
+        """Refuse a claim that would replace allocations this client never saw."""
+        # A consumer holding nothing (missing, or Placement's invisible
+        # generation-0 record) has nothing to clobber.
+        if self._overwrite or not state.allocations or state.allocations == desired:
+            return
+        known = self._known
+        if known is not None and known.exists and state.allocations == known.allocations:
+            return
+        raise ConsumerChanged(
+            f"another writer changed the consumer: it holds {_describe(state)}, "
+            f"where this client knew {_describe(known)}; nothing was overwritten",
+            state=state,
+            known=known,
+            consumer_uuid=self.consumer,
+        )
+
+    def _unknown(
+        self,
+        message: str,
+        state: ConsumerAllocations | None,
+        write: AllocationWrite | None = None,
+    ) -> OutcomeUnknown:
+        return OutcomeUnknown(
+            message,
+            sent=write or self.pending[-1],
+            state=state,
+            method="PUT",
+            url=f"/allocations/{self.consumer}",
+        )
 
     def _read(self) -> ConsumerAllocations:
         """Read the consumer, trusting a conflict's "expected N" over an empty GET.
@@ -131,25 +306,20 @@ class WriteCycle:
         """
         state = self._reader(self.consumer, self._request_id)
         if self._hint is not None and not state.exists and not state.allocations:
-            return dataclasses.replace(state, generation=self._hint)
+            state = dataclasses.replace(state, generation=self._hint)
+        self._need_read = False
+        self.last_read = state
         return state
 
-    def _write(
-        self,
-        current: ConsumerAllocations,
-        desired: dict[str, dict[str, int]],
-        owner: tuple[str, str],
-        send_type: bool,
-    ) -> ConsumerAllocations:
+    def _write(self, write: AllocationWrite, send_type: bool) -> ConsumerAllocations:
         body: dict[str, Any] = {
-            "allocations": {rp: {"resources": res} for rp, res in desired.items()},
-            "consumer_generation": current.generation,
-            "project_id": owner[0],
-            "user_id": owner[1],
+            "allocations": {rp: {"resources": res} for rp, res in write.allocations.items()},
+            "consumer_generation": write.consumer_generation,
+            "project_id": write.project_id,
+            "user_id": write.user_id,
         }
-        ctype = _type_to_send(self._ctype, current) if send_type else None
-        if ctype is not None:
-            body["consumer_type"] = ctype
+        if send_type and write.consumer_type is not None:
+            body["consumer_type"] = write.consumer_type
         self._transport.request(
             "PUT",
             f"/allocations/{self.consumer}",
@@ -157,11 +327,19 @@ class WriteCycle:
             consumer_uuid=self.consumer,
             global_request_id=self._request_id,
         )
-        if desired:
+        # Nothing else can land now: every open write carried a generation
+        # this one consumed (or expected the consumer this one created).
+        self.pending.clear()
+        if write.allocations:
             # Placement answers 204 without a body; its generation rule is
             # new consumer -> 1, every write +1. A wrong guess costs a retry.
             new = ConsumerAllocations(
-                self.consumer, desired, (current.generation or 0) + 1, owner[0], owner[1], ctype
+                self.consumer,
+                write.allocations,
+                (write.consumer_generation or 0) + 1,
+                write.project_id,
+                write.user_id,
+                write.consumer_type if send_type else None,
             )
         else:
             new = ConsumerAllocations.missing(self.consumer)  # an empty write deletes it
@@ -169,14 +347,27 @@ class WriteCycle:
         return new
 
 
-def _type_to_send(requested: str | None, current: ConsumerAllocations) -> str:
-    """The caller's type, else the consumer's own, else INSTANCE.
+def _copy(state: ConsumerAllocations) -> ConsumerAllocations:
+    """A copy ``mutate`` may edit freely without touching what the client compares with."""
+    return dataclasses.replace(
+        state, allocations={rp: dict(res) for rp, res in state.allocations.items()}
+    )
+
+
+def _describe(state: ConsumerAllocations | None) -> str:
+    if state is None:
+        return "nothing (a new consumer)"
+    if not state.exists:
+        return "no consumer"
+    return f"{dict(state.allocations)} at generation {state.generation}"
+
+
+def _type_of(current: ConsumerAllocations) -> str:
+    """The consumer's own type, else INSTANCE.
 
     Consumers written before 1.38 read back as ``unknown``, which Placement
     refuses on a write, so only a valid type is carried over.
     """
-    if requested is not None:
-        return requested
     if current.consumer_type is not None and is_valid_name(current.consumer_type):
         return current.consumer_type
     return DEFAULT_CONSUMER_TYPE
@@ -189,20 +380,3 @@ def _owner_of(state: ConsumerAllocations) -> tuple[str, str]:
             consumer_uuid=state.consumer_uuid,
         )
     return state.project_id, state.user_id
-
-
-def _already_holds(
-    current: ConsumerAllocations,
-    desired: dict[str, dict[str, int]],
-    owner: tuple[str, str],
-    ctype: str | None,
-) -> bool:
-    """Whether writing ``desired`` would change nothing Placement holds."""
-    if not desired:
-        return not current.exists
-    return (
-        current.exists
-        and current.allocations == desired
-        and (current.project_id, current.user_id) == owner
-        and (ctype is None or current.consumer_type in (None, ctype))
-    )

@@ -5,8 +5,11 @@ The hierarchy::
     PlacementError                 anything Placement (or the way to it) refused
     ├── InvalidInput               caught before the wire; also a ValueError
     ├── GenerationConflict         409 placement.concurrent_update, retries spent
+    │   └── ConsumerChanged        another writer changed what a claim would replace
+    ├── ConsumerGone               the consumer an update presupposes does not exist
     ├── CapacityExceeded           409 over capacity; retrying cannot help
     ├── PlacementUnavailable       connection failure, timeout or 5xx
+    │   └── OutcomeUnknown         a write may or may not have landed; not re-applied
     └── MicroversionUnsupported    the server cannot speak what we need
 
 Every error carries what an operator needs to find the request in
@@ -19,13 +22,19 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reportclient.models import AllocationWrite, ConsumerAllocations
 
 __all__ = [
     "CapacityExceeded",
+    "ConsumerChanged",
+    "ConsumerGone",
     "GenerationConflict",
     "InvalidInput",
     "MicroversionUnsupported",
+    "OutcomeUnknown",
     "PlacementError",
     "PlacementUnavailable",
     "error_from_response",
@@ -126,6 +135,40 @@ class GenerationConflict(PlacementError):
         return f"{super().__str__()} after {self.attempts} attempt(s)"
 
 
+class ConsumerChanged(GenerationConflict):
+    """Another writer changed the consumer a claim would have replaced.
+
+    ``state`` is what Placement holds now (just read); ``known`` is what this
+    client knew when the claim began (None: it took the consumer for new).
+    Nothing was overwritten. Read ``state``, decide, and claim again, or pass
+    ``overwrite=True`` to replace whatever the consumer holds.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        state: ConsumerAllocations,
+        known: ConsumerAllocations | None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.state = state
+        self.known = known
+
+
+class ConsumerGone(PlacementError):
+    """The consumer an update presupposes does not exist (deleted, or never created).
+
+    Updates never create a consumer: creating is what ``claim`` does. ``state``
+    is the consumer as just read (``exists`` False).
+    """
+
+    def __init__(self, message: str, *, state: ConsumerAllocations, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.state = state
+
+
 class CapacityExceeded(PlacementError):
     """Placement refused to allocate the inventory asked for; retrying cannot help.
 
@@ -139,12 +182,38 @@ class PlacementUnavailable(PlacementError):
     """Placement could not be reached, timed out, or answered 5xx.
 
     ``outcome_unknown`` is True when a request may have been applied even
-    though no answer arrived (reset connection, timeout, 502/503/504).
+    though no answer proves it (reset connection, read timeout, any 5xx).
     """
 
     def __init__(self, message: str, *, outcome_unknown: bool = True, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.outcome_unknown = outcome_unknown
+
+
+class OutcomeUnknown(PlacementUnavailable):
+    """A write was sent, no answer proves whether it landed, and it is not re-applied.
+
+    Raised for a mutation that is not idempotent (applying it twice would
+    differ from applying it once) when consumer-generation arithmetic cannot
+    tell whether the write landed, and for any operation that ends while one
+    of its writes may still land. ``sent`` is the write (its allocations and
+    the generation it carried); ``state`` is what a read showed afterwards,
+    or None when no read succeeded. The write can have landed only if
+    Placement's generation moved past ``sent.consumer_generation``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        sent: AllocationWrite,
+        state: ConsumerAllocations | None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("consumer_uuid", sent.consumer_uuid)
+        super().__init__(message, outcome_unknown=True, **kwargs)
+        self.sent = sent
+        self.state = state
 
 
 class MicroversionUnsupported(PlacementError):
@@ -218,7 +287,8 @@ def error_from_response(
     if status == 406 and isinstance(body, dict):
         return MicroversionUnsupported(message, **kwargs)
     if status >= 500:
-        # A proxy's 502/503/504 may hide a write the server applied.
-        unknown = status in (502, 503, 504)
-        return PlacementUnavailable(message, outcome_unknown=unknown, **kwargs)
+        # Any 5xx may come after the server committed: Placement's own 500
+        # can follow the database commit, and a proxy's 502/503/504/507 may
+        # hide a write the server applied. Only a read can tell.
+        return PlacementUnavailable(message, outcome_unknown=True, **kwargs)
     return PlacementError(message, **kwargs)

@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 from reportclient.errors import InvalidInput
 
 __all__ = [
+    "AllocationWrite",
     "Allocations",
     "ConsumerAllocations",
     "is_valid_name",
@@ -26,22 +27,31 @@ __all__ = [
 #: provider uuid -> resource class -> amount
 Allocations = Mapping[str, Mapping[str, int]]
 
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# Matched with fullmatch: "$" would also accept a trailing newline.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # Placement's pattern for both resource class names and consumer types.
-_NAME = re.compile(r"^[A-Z0-9_]+$")
+_NAME = re.compile(r"[A-Z0-9_]+")
 _MAX_ID_LEN = 255
+# consumer_types.name is a 255-character column.
+_MAX_TYPE_LEN = 255
+# Keys of one provider's entry in Placement's allocations documents.
+_ENTRY_KEYS = frozenset({"resources", "generation"})
 # Placement stores amounts in a signed 32-bit column.
 _MAX_AMOUNT = 2**31 - 1
 
 
 def validate_uuid(value: object, what: str = "consumer_uuid") -> str:
-    """Return ``value`` if it is a 36-character UUID string.
+    """Return ``value`` in lower case if it is a 36-character UUID string.
+
+    Lower case is the one spelling Placement returns, so a caller's
+    upper-case uuid must not become a second key for the same provider (on
+    MariaDB's case-insensitive collation it would even become a second row).
 
     :raises InvalidInput: for anything else.
     """
-    if not isinstance(value, str) or not _UUID.match(value):
+    if not isinstance(value, str) or not _UUID.fullmatch(value):
         raise InvalidInput(f"{what} must be a 36-character UUID string, got {value!r}")
-    return value
+    return value.lower()
 
 
 def validate_owner(project_id: object, user_id: object) -> None:
@@ -56,31 +66,42 @@ def validate_owner(project_id: object, user_id: object) -> None:
 
 def is_valid_name(value: object) -> TypeGuard[str]:
     """Whether ``value`` is a valid resource class name or consumer type."""
-    return isinstance(value, str) and bool(_NAME.match(value))
+    return isinstance(value, str) and bool(_NAME.fullmatch(value))
 
 
 def validate_consumer_type(value: object) -> str:
-    """Return ``value`` if it is a valid consumer type (``^[A-Z0-9_]+$``).
+    """Return ``value`` if it is a valid consumer type (``^[A-Z0-9_]+$``, at most 255).
 
     :raises InvalidInput: otherwise.
     """
-    if not is_valid_name(value):
-        raise InvalidInput(f"consumer_type must match ^[A-Z0-9_]+$, got {value!r}")
+    if not is_valid_name(value) or len(value) > _MAX_TYPE_LEN:
+        raise InvalidInput(
+            f"consumer_type must match ^[A-Z0-9_]+$ and be at most {_MAX_TYPE_LEN} "
+            f"characters, got {value!r}"
+        )
     return value
 
 
 def normalize_allocations(allocations: object) -> dict[str, dict[str, int]]:
     """Validate ``allocations`` and return a fresh plain-dict copy.
 
-    :raises InvalidInput: for a malformed provider uuid, resource class,
-        amount (not an int, below 1, too large) or a provider without any
-        resources.
+    Takes ``{provider: {resource class: amount}}`` and also Placement's own
+    shape, ``{provider: {"resources": {...}}}`` (what a GET or an allocation
+    candidate returns); no resource class can be called ``resources``, so
+    the two cannot be confused. Provider uuids come back in lower case.
+
+    :raises InvalidInput: for a malformed provider uuid, a provider given
+        twice (in two spellings), a malformed resource class, an amount that
+        is not an int from 1 to 2**31-1, or a provider without any resources.
     """
     if not isinstance(allocations, Mapping):
         raise InvalidInput(f"allocations must be a mapping, got {type(allocations).__name__}")
     result: dict[str, dict[str, int]] = {}
-    for rp_uuid, resources in allocations.items():
-        validate_uuid(rp_uuid, "resource provider uuid")
+    for given_uuid, given in allocations.items():
+        rp_uuid = validate_uuid(given_uuid, "resource provider uuid")
+        if rp_uuid in result:
+            raise InvalidInput(f"resource provider {rp_uuid} is given twice")
+        resources = given.get("resources") if _is_placement_entry(given) else given
         if not isinstance(resources, Mapping) or not resources:
             raise InvalidInput(
                 f"resources for provider {rp_uuid} must be a non-empty mapping, got {resources!r}"
@@ -99,6 +120,27 @@ def normalize_allocations(allocations: object) -> dict[str, dict[str, int]]:
             clean[rc] = amount
         result[rp_uuid] = clean
     return result
+
+
+def _is_placement_entry(value: object) -> TypeGuard[Mapping[str, Any]]:
+    return isinstance(value, Mapping) and "resources" in value and set(value) <= _ENTRY_KEYS
+
+
+@dataclass(frozen=True, slots=True)
+class AllocationWrite:
+    """One allocation write as sent: what an :class:`OutcomeUnknown` reports.
+
+    ``consumer_generation`` is the generation the write carried (None: it
+    expected a new consumer); the write can only land while Placement holds
+    exactly that generation.
+    """
+
+    consumer_uuid: str
+    allocations: Mapping[str, Mapping[str, int]]
+    consumer_generation: int | None
+    project_id: str
+    user_id: str
+    consumer_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

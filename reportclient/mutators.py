@@ -2,12 +2,22 @@
 
 Each returns a function of the consumer's current state, so the result is
 recomputed from what Placement holds at the start of every attempt.
+
+Each also says whether it is *idempotent*: whether applying it to its own
+result changes nothing. That decides what the client may do when a write's
+answer is lost and no read can prove whether it landed: an idempotent
+mutation is simply computed and written again, while one that is not (an
+addition) is never risked twice and the caller gets
+:class:`~reportclient.errors.OutcomeUnknown` instead. A custom ``mutate`` is
+taken as not idempotent unless it says so, with :func:`idempotent` or an
+``idempotent = True`` attribute.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from reportclient.errors import InvalidInput
 from reportclient.models import (
     Allocations,
     ConsumerAllocations,
@@ -15,13 +25,58 @@ from reportclient.models import (
     validate_uuid,
 )
 
-__all__ = ["add_allocations", "remove_providers", "replace_allocations"]
+__all__ = [
+    "Mutation",
+    "add_allocations",
+    "idempotent",
+    "is_idempotent",
+    "remove_providers",
+    "replace_allocations",
+]
 
-AllocationsMutator = Callable[[ConsumerAllocations], dict[str, dict[str, int]]]
+MutateFunction = Callable[[ConsumerAllocations], Allocations]
 
 
-def replace_allocations(allocations: Allocations) -> AllocationsMutator:
-    """Hold exactly ``allocations``, whatever the consumer held before.
+class Mutation:
+    """A ``mutate`` function that knows whether it is idempotent.
+
+    :param function: ``function(current)`` returns what the consumer should hold.
+    :param idempotent: applying it to its own result changes nothing.
+    :param description: shown by ``repr`` (and so in logs).
+    """
+
+    __slots__ = ("_function", "description", "idempotent")
+
+    def __init__(self, function: MutateFunction, *, idempotent: bool, description: str) -> None:
+        self._function = function
+        self.idempotent = idempotent
+        self.description = description
+
+    def __call__(self, current: ConsumerAllocations) -> Allocations:
+        return self._function(current)
+
+    def __repr__(self) -> str:
+        kind = "idempotent" if self.idempotent else "not idempotent"
+        return f"<Mutation {self.description} ({kind})>"
+
+
+def idempotent(function: MutateFunction) -> Mutation:
+    """Declare a custom ``mutate`` idempotent: ``f(f(x)) == f(x)`` for every state.
+
+    Only then may the client write it again after a lost answer. Usable as a
+    decorator.
+    """
+    name = getattr(function, "__qualname__", None) or repr(function)
+    return Mutation(function, idempotent=True, description=name)
+
+
+def is_idempotent(mutate: object) -> bool:
+    """Whether ``mutate`` declared itself idempotent (undeclared means not)."""
+    return getattr(mutate, "idempotent", False) is True
+
+
+def replace_allocations(allocations: Allocations) -> Mutation:
+    """Hold exactly ``allocations``, whatever the consumer held before. Idempotent.
 
     :raises InvalidInput: at once, for malformed allocations.
     """
@@ -30,14 +85,15 @@ def replace_allocations(allocations: Allocations) -> AllocationsMutator:
     def mutate(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
         return {rp: dict(res) for rp, res in desired.items()}
 
-    return mutate
+    return Mutation(mutate, idempotent=True, description=f"replace with {desired}")
 
 
-def add_allocations(extra: Allocations) -> AllocationsMutator:
-    """Hold what the consumer holds now plus ``extra``, summed per class.
+def add_allocations(extra: Allocations) -> Mutation:
+    """Hold what the consumer holds now plus ``extra``, summed per class. Not idempotent.
 
-    This is a move's doubled-up claim: the source host's allocations stay
-    while the destination's are added.
+    Adding twice is not adding once, so when a write's answer is lost and
+    Placement's generation cannot prove whether it landed, the client raises
+    :class:`~reportclient.errors.OutcomeUnknown` rather than add again.
 
     :raises InvalidInput: at once, for malformed allocations.
     """
@@ -51,17 +107,23 @@ def add_allocations(extra: Allocations) -> AllocationsMutator:
                 held[rc] = held.get(rc, 0) + amount
         return result
 
-    return mutate
+    return Mutation(mutate, idempotent=False, description=f"add {more}")
 
 
-def remove_providers(providers: Iterable[str]) -> AllocationsMutator:
-    """Hold what the consumer holds now, minus everything on ``providers``.
+def remove_providers(providers: Iterable[str]) -> Mutation:
+    """Hold what the consumer holds now, minus everything on ``providers``. Idempotent.
 
-    :raises InvalidInput: at once, for a malformed provider uuid.
+    :raises InvalidInput: at once, for a malformed provider uuid, or for a
+        single string (which would otherwise be taken letter by letter).
     """
+    if isinstance(providers, str | bytes):
+        raise InvalidInput(
+            f"providers must be an iterable of provider uuids, got the string {providers!r}; "
+            "wrap a single provider in a list"
+        )
     gone = frozenset(validate_uuid(rp, "resource provider uuid") for rp in providers)
 
     def mutate(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
         return {rp: dict(res) for rp, res in current.allocations.items() if rp not in gone}
 
-    return mutate
+    return Mutation(mutate, idempotent=True, description=f"remove {sorted(gone)}")

@@ -51,13 +51,19 @@ class wait_full_jitter(tenacity.wait.wait_base):  # noqa: N801 - tenacity's nami
         return float(ceiling * self.rand())
 
 
+def _sleep(seconds: float) -> None:
+    # Looked up at each call, not bound at import: services that monkey-patch
+    # time.sleep after importing us (eventlet) must get their own sleep.
+    time.sleep(seconds)
+
+
 def default_retry(
     *,
     attempts: int = DEFAULT_ATTEMPTS,
     deadline: float = DEFAULT_DEADLINE,
     base: float = DEFAULT_BASE,
     cap: float = DEFAULT_CAP,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = _sleep,
     rand: Callable[[], float] = random.random,
 ) -> tenacity.Retrying:
     """The policy a client uses unless given another.
@@ -75,7 +81,7 @@ def default_retry(
 
 def no_retry() -> tenacity.Retrying:
     """A policy that tries once: conflicts surface to the caller at once."""
-    return tenacity.Retrying(stop=tenacity.stop_after_attempt(1), reraise=True)
+    return tenacity.Retrying(stop=tenacity.stop_after_attempt(1), sleep=_sleep, reraise=True)
 
 
 #: Shared single-try policy; safe to share because clients copy it per call.
