@@ -19,7 +19,7 @@ from reportclient.errors import (
     PlacementError,
     PlacementUnavailable,
 )
-from reportclient.models import AllocationWrite, Allocations, ConsumerAllocations
+from reportclient.models import Allocations, AllocationWrite, ConsumerAllocations
 from reportclient.mutators import (
     Mutation,
     add_allocations,

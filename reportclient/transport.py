@@ -1,24 +1,36 @@
 """The HTTP seam: keystoneauth1, microversions, request ids and logging.
 
 Nothing outside this module builds a header or reads a status line.
-Transport-level retries are switched off on purpose: a replayed write
-would carry a stale consumer generation, so every retry belongs to the
-client's policy, which re-reads before it writes again.
+Writes are never replayed below the client: a replayed write would carry a
+stale consumer generation, so every retry of a write belongs to the
+client's policy, which re-reads before it writes again. keystoneauth's
+retries are switched off for writes, and a requests transport adapter
+whose urllib3 ``Retry`` would resend one is refused. Reads are harmless to
+repeat and keep whatever retries the operator configured.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
-from urllib3 import exceptions as urllib3_exc
 
+from reportclient._netfail import (
+    Failure,
+    Kind,
+    TransportFailure,
+    classify,
+    refuse_write_replays,
+)
 from reportclient.errors import (
     InvalidInput,
     MicroversionUnsupported,
@@ -30,10 +42,12 @@ from reportclient.errors import (
 __all__ = [
     "CONSUMER_GENERATION_VERSION",
     "CONSUMER_TYPE_VERSION",
+    "DEFAULT_TIMEOUT",
     "MAX_VERSION",
     "Microversion",
     "Reply",
     "Transport",
+    "TransportFailure",
 ]
 
 LOG = logging.getLogger("reportclient")
@@ -47,10 +61,16 @@ CONSUMER_TYPE_VERSION: Microversion = (1, 38)
 #: The newest version this client knows (openstack-placement 16.0.0).
 MAX_VERSION: Microversion = (1, 39)
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)$")
-_GLOBAL_REQUEST_ID = re.compile(
-    r"^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-)
+#: (connect, read) seconds. A stalled server must not hold a scheduler
+#: thread forever; the read timeout is generous because a write that times
+#: out reading leaves its outcome unknown and costs a read to settle.
+DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
+
+# fullmatch, and ASCII digits: "$" would let "1.39\n" through, and a header
+# with a newline is refused by requests after the request was counted.
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)")
+_GLOBAL_REQUEST_ID = re.compile(r"req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_READS = frozenset({"GET", "HEAD"})
 
 
 def parse_version(value: str) -> Microversion:
@@ -58,7 +78,7 @@ def parse_version(value: str) -> Microversion:
 
     :raises InvalidInput: for anything else.
     """
-    match = _VERSION.match(value.strip()) if isinstance(value, str) else None
+    match = _VERSION.fullmatch(value) if isinstance(value, str) else None
     if not match:
         raise InvalidInput(f"microversion must look like '1.39', got {value!r}")
     return int(match.group(1)), int(match.group(2))
@@ -69,26 +89,27 @@ def format_version(version: Microversion) -> str:
     return f"{version[0]}.{version[1]}"
 
 
-def _never_sent(exc: BaseException) -> bool:
-    """Whether a failure happened before the connection existed.
+def _positive(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) and number > 0 else None
 
-    urllib3 tells a refused or timed-out connect (nothing sent) apart from
-    a reset or read timeout (the request may have been applied); the
-    distinction sits somewhere in the chain of wrapped exceptions.
+
+def validate_timeout(value: object) -> tuple[float, float]:
+    """Return ``value`` as a (connect, read) pair of seconds.
+
+    :param value: a positive number (for both) or a pair of them.
+    :raises InvalidInput: for anything else; no timeout is not an option.
     """
-    stack: list[object] = [exc]
-    seen: set[int] = set()
-    while stack:
-        item = stack.pop()
-        if not isinstance(item, BaseException) or id(item) in seen:
-            continue
-        seen.add(id(item))
-        # NewConnectionError subclasses ConnectTimeoutError in urllib3 2.
-        if isinstance(item, urllib3_exc.ConnectTimeoutError):
-            return True
-        stack.extend((item.__cause__, item.__context__, getattr(item, "reason", None)))
-        stack.extend(item.args)
-    return False
+    pair = value if isinstance(value, tuple | list) else (value, value)
+    if len(pair) == 2:
+        connect, read = _positive(pair[0]), _positive(pair[1])
+        if connect is not None and read is not None:
+            return connect, read
+    raise InvalidInput(
+        f"timeout must be a positive number of seconds or a (connect, read) pair, got {value!r}"
+    )
 
 
 def validate_request_id(value: str | None) -> str | None:
@@ -96,7 +117,9 @@ def validate_request_id(value: str | None) -> str | None:
 
     :raises InvalidInput: otherwise; Placement would silently ignore it.
     """
-    if value is not None and (not isinstance(value, str) or not _GLOBAL_REQUEST_ID.match(value)):
+    if value is not None and (
+        not isinstance(value, str) or not _GLOBAL_REQUEST_ID.fullmatch(value)
+    ):
         raise InvalidInput(f"global_request_id must look like req-<uuid4>, got {value!r}")
     return value
 
@@ -118,6 +141,10 @@ class Transport:
         of negotiating it with the server.
     :param global_request_id: ``req-<uuid4>`` sent with every request so
         Placement's logs can be tied to the caller's.
+    :param timeout: seconds, or (connect, read) seconds, for every request;
+        it overrides a timeout set on the keystoneauth Session.
+    :raises InvalidInput: for a malformed argument, or an adapter whose
+        requests Session would replay writes (``_netfail._replays_writes``).
     """
 
     def __init__(
@@ -126,7 +153,10 @@ class Transport:
         *,
         microversion: str | None = None,
         global_request_id: str | None = None,
+        timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
     ) -> None:
+        self._timeout = validate_timeout(timeout)
+        refuse_write_replays(adapter)
         self._adapter = adapter
         self._lock = threading.Lock()
         self._version: Microversion | None = None
@@ -143,6 +173,11 @@ class Transport:
     def __repr__(self) -> str:
         version = format_version(self._version) if self._version else "unnegotiated"
         return f"<Transport placement {version}>"
+
+    @property
+    def timeout(self) -> tuple[float, float]:
+        """(connect, read) seconds allowed for every request."""
+        return self._timeout
 
     @property
     def microversion(self) -> Microversion:
@@ -175,8 +210,8 @@ class Transport:
         if chosen < CONSUMER_GENERATION_VERSION or server_min > chosen:
             raise MicroversionUnsupported(
                 f"Placement offers microversions {format_version(server_min)} to "
-                f"{format_version(server_max)}; reportclient needs at least "
-                f"{format_version(CONSUMER_GENERATION_VERSION)} for consumer generations",
+                f"{format_version(server_max)}; reportclient speaks "
+                f"{format_version(CONSUMER_GENERATION_VERSION)} to {format_version(MAX_VERSION)}",
                 status=reply.status,
                 request_id=reply.request_id,
                 method="GET",
@@ -219,11 +254,12 @@ class Transport:
         consumer_uuid: str | None = None,
         global_request_id: str | None = None,
     ) -> Reply:
-        kwargs: dict[str, Any] = {
-            "raise_exc": False,
-            "connect_retries": 0,
-            "status_code_retries": 0,
-        }
+        kwargs: dict[str, Any] = {"raise_exc": False, "timeout": self._timeout}
+        if method not in _READS:
+            # A write is sent once; whether to send it again is the client's call.
+            kwargs["connect_retries"] = 0
+            kwargs["status_code_retries"] = 0
+            refuse_write_replays(self._adapter)  # a transport adapter may be mounted late
         if json is not None:
             kwargs["json"] = json
         if version is not None:
@@ -232,30 +268,28 @@ class Transport:
         request_id = global_request_id or self._global_request_id
         if request_id is not None:
             kwargs["global_request_id"] = request_id
+        # The caller may be handling an exception (a lost answer being
+        # checked); it is the context of what fails below, not its cause.
+        ambient = sys.exception()
+        failure: Failure | None = None
         started = time.perf_counter()
         try:
             resp = self._adapter.request(path, method, **kwargs)
-        except (ks_exc.ConnectionError, ks_exc.RetriableConnectionFailure) as exc:
-            elapsed = (time.perf_counter() - started) * 1000
-            LOG.debug("%s %s failed after %.1f ms: %s", method, path, elapsed, type(exc).__name__)
-            never_sent = _never_sent(exc)
-            raise PlacementUnavailable(
-                "could not connect to Placement"
-                if never_sent
-                else f"no answer from Placement: {type(exc).__name__}",
-                outcome_unknown=not never_sent,
-                method=method,
-                url=path,
-                consumer_uuid=consumer_uuid,
-            ) from exc
         except ks_exc.ClientException as exc:
-            # Auth plugin and endpoint lookup failures: not Placement's answer.
-            raise PlacementError(
-                f"request not sent: {type(exc).__name__}: {exc}",
-                method=method,
-                url=path,
-                consumer_uuid=consumer_uuid,
-            ) from exc
+            # Only text leaves this block: requests' exceptions hold the
+            # PreparedRequest, and with it the token.
+            failure = classify(exc, ambient)
+        if failure is not None:
+            elapsed = (time.perf_counter() - started) * 1000
+            LOG.debug(
+                "%s %s failed after %.1f ms: %s (%s)",
+                method,
+                path,
+                elapsed,
+                failure.kind.value,
+                " <- ".join(name.rpartition(".")[2] for name in failure.cause.chain),
+            )
+            raise self._failure_error(failure, method, path, consumer_uuid) from failure.cause
         elapsed = (time.perf_counter() - started) * 1000
         # Placement 16.0.0 sends only the x- spelling; proxies may rename it.
         request_id = resp.headers.get("x-openstack-request-id") or resp.headers.get(
@@ -280,17 +314,44 @@ class Transport:
                 consumer_uuid=consumer_uuid,
             )
         body = None
+        not_json: TransportFailure | None = None
         if resp.status_code != 204 and resp.content:
             try:
                 body = resp.json()
             except ValueError as exc:
-                raise PlacementError(
-                    "Placement answered with a body that is not JSON",
-                    status=resp.status_code,
-                    detail=resp.text[:500],
-                    request_id=request_id,
-                    method=method,
-                    url=path,
-                    consumer_uuid=consumer_uuid,
-                ) from exc
+                not_json = classify(exc, ambient).cause
+        if not_json is not None:
+            raise PlacementError(
+                "Placement answered with a body that is not JSON",
+                status=resp.status_code,
+                detail=resp.text[:500],
+                request_id=request_id,
+                method=method,
+                url=path,
+                consumer_uuid=consumer_uuid,
+            ) from not_json
         return Reply(resp.status_code, body, request_id)
+
+    def _failure_error(
+        self, failure: Failure, method: str, path: str, consumer_uuid: str | None
+    ) -> PlacementError:
+        """The exception for a request that got no answer."""
+        where: dict[str, Any] = {"method": method, "url": path, "consumer_uuid": consumer_uuid}
+        if failure.kind is Kind.NOT_SENT:
+            return PlacementError(f"request not sent: {failure.detail}", **where)
+        if failure.kind is Kind.CONNECT:
+            return PlacementUnavailable(
+                f"could not connect to Placement: {failure.detail}", outcome_unknown=False, **where
+            )
+        if failure.kind is Kind.READ_TIMEOUT:
+            return PlacementUnavailable(
+                f"no answer from Placement within {self._timeout[1]:g} s (read timeout); "
+                "the request may have been applied",
+                outcome_unknown=True,
+                **where,
+            )
+        return PlacementUnavailable(
+            f"connection to Placement lost: {failure.detail}, the request may have been applied",
+            outcome_unknown=True,
+            **where,
+        )

@@ -211,6 +211,6 @@ def test_unreachable_placement_raises_placement_unavailable() -> None:
 
     error = caught.value
     assert (error.method, error.url, error.status) == ("GET", "/", None)
-    assert error.message == "could not connect to Placement"
+    assert error.message.startswith("could not connect to Placement: ")
     assert error.outcome_unknown is False
     assert error.request_id is None

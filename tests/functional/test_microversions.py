@@ -232,8 +232,7 @@ def test_server_offering_only_up_to_1_27_is_refused_with_microversion_unsupporte
     error = caught.value
     assert seen == [("GET", "/")]  # nothing was written
     assert error.message == (
-        "Placement offers microversions 1.0 to 1.27; reportclient needs at least 1.28 "
-        "for consumer generations"
+        "Placement offers microversions 1.0 to 1.27; reportclient speaks 1.28 to 1.39"
     )
     assert error.status == 200
     assert (error.method, error.url) == ("GET", "/")
