@@ -32,6 +32,7 @@ from reportclient.retry import NO_RETRY, default_retry, no_retry, wait_full_jitt
 from reportclient.transport import (
     CONSUMER_GENERATION_VERSION,
     CONSUMER_TYPE_VERSION,
+    DEFAULT_POOL_SIZE,
     DEFAULT_TIMEOUT,
     MAX_VERSION,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "CONSUMER_TYPE_VERSION",
     "DEFAULT_CACHE_SIZE",
     "DEFAULT_CACHE_TTL",
+    "DEFAULT_POOL_SIZE",
     "DEFAULT_TIMEOUT",
     "MAX_VERSION",
     "NO_RETRY",

@@ -8,7 +8,6 @@ never replays a body built from stale state.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -22,11 +21,7 @@ from keystoneauth1 import token_endpoint
 from reportclient.cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats, ConsumerCache
 from reportclient.cycle import Kind, Mutator, WriteCycle
 from reportclient.errors import (
-    ConsumerChanged,
-    GenerationConflict,
     InvalidInput,
-    OutcomeUnknown,
-    PlacementUnavailable,
 )
 from reportclient.models import (
     Allocations,
@@ -37,8 +32,15 @@ from reportclient.models import (
     validate_uuid,
 )
 from reportclient.mutators import is_idempotent
-from reportclient.retry import default_retry
-from reportclient.transport import DEFAULT_TIMEOUT, Transport, format_version, validate_request_id
+from reportclient.retry import default_retry, run_attempts
+from reportclient.transport import (
+    DEFAULT_POOL_SIZE,
+    DEFAULT_TIMEOUT,
+    Transport,
+    format_version,
+    size_pool,
+    validate_request_id,
+)
 
 __all__ = ["Mutator", "PlacementClient"]
 
@@ -46,19 +48,6 @@ LOG = logging.getLogger("reportclient")
 
 #: Seconds per request: one number for both, or (connect, read).
 Timeout = float | tuple[float, float]
-
-_RETRIABLE = (GenerationConflict, PlacementUnavailable)
-# Subclasses of the retriable kinds that end an operation: retrying them
-# would overwrite, or apply a mutation twice.
-_TERMINAL = (ConsumerChanged, OutcomeUnknown)
-
-
-def _retriable(exc: BaseException | None) -> bool:
-    return isinstance(exc, _RETRIABLE) and not isinstance(exc, _TERMINAL)
-
-
-def _release(current: ConsumerAllocations) -> Allocations:
-    return {}
 
 
 class PlacementClient:
@@ -112,13 +101,20 @@ class PlacementClient:
         microversion: str | None = None,
         global_request_id: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
+        pool_size: int | None = None,
         **adapter_kwargs: Any,
     ) -> PlacementClient:
         """Build a client over a keystoneauth1 Session.
 
         ``adapter_kwargs`` go to the Adapter (``interface``,
         ``region_name``, ``endpoint_override``...).
+
+        :param pool_size: connections kept per host; when given, the
+            Session's transport adapters are replaced by keystoneauth's
+            keep-alive adapter with that pool. None leaves the Session as is.
         """
+        if pool_size is not None:
+            size_pool(session.session, pool_size)
         adapter_kwargs.setdefault("service_type", "placement")
         return cls(
             ks_adapter.Adapter(session, **adapter_kwargs),
@@ -132,15 +128,25 @@ class PlacementClient:
         )
 
     @classmethod
-    def from_endpoint(cls, url: str, token: str | None = None, **kwargs: Any) -> PlacementClient:
+    def from_endpoint(
+        cls,
+        url: str,
+        token: str | None = None,
+        *,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        **kwargs: Any,
+    ) -> PlacementClient:
         """Build a client for a Placement root URL and a fixed token.
 
         Without Keystone, as with Placement's ``noauth2`` strategy, the
         token is ``user[:project]`` (``"admin"`` for an administrator).
+
+        :param pool_size: connections kept to Placement (default 64, so 64
+            threads sharing the client open no connection beyond the pool).
         """
         auth = token_endpoint.Token(url, token) if token is not None else None
         session = ks_session.Session(auth=auth)
-        return cls.from_session(session, endpoint_override=url, **kwargs)
+        return cls.from_session(session, endpoint_override=url, pool_size=pool_size, **kwargs)
 
     def __repr__(self) -> str:
         stats = self._cache.stats()
@@ -208,10 +214,9 @@ class PlacementClient:
         :raises OutcomeUnknown: the policy gave up while a write may still land.
         :raises PlacementUnavailable: Placement stayed unreachable.
         """
-        desired = normalize_allocations(allocations)
         return self._run(
             consumer_uuid,
-            lambda _current: desired,
+            normalize_allocations(allocations),
             Kind.CLAIM,
             idempotent=True,
             overwrite=overwrite,
@@ -274,7 +279,7 @@ class PlacementClient:
         """
         self._run(
             consumer_uuid,
-            _release,
+            {},
             Kind.RELEASE,
             idempotent=True,
             owner=None,
@@ -285,7 +290,7 @@ class PlacementClient:
     def _run(
         self,
         consumer_uuid: str,
-        mutate: Mutator,
+        mutate: Mutator | dict[str, dict[str, int]],
         kind: Kind,
         *,
         idempotent: bool,
@@ -311,94 +316,7 @@ class PlacementClient:
             ctype=None if consumer_type is None else validate_consumer_type(consumer_type),
             request_id=validate_request_id(global_request_id),
         )
-        # Most writes land at once: the policy is only built (a measurable
-        # share of a claim's CPU) after a first attempt has failed.
-        try:
-            return cycle.attempt(1)
-        except _RETRIABLE as exc:
-            if not _retriable(exc):
-                raise
-            first_failure = exc
-        numbers = itertools.count(1)
-
-        def attempt() -> ConsumerAllocations:
-            number = next(numbers)
-            if number == 1:
-                raise first_failure  # let the policy judge the attempt already made
-            return cycle.attempt(number)
-
-        try:
-            # The call form, not the iterator: it honours a user's
-            # retry_error_callback (whose value tenacity then returns).
-            result: ConsumerAllocations = self._policy(cycle)(attempt)
-        except _RETRIABLE as exc:
-            if not _retriable(exc):
-                raise
-            LOG.error(
-                "consumer %s: giving up after %d attempt(s): %s",
-                consumer,
-                next(numbers) - 1,
-                exc,
-            )
-            if cycle.pending:
-                raise OutcomeUnknown(
-                    f"gave up while a write whose answer was lost may still land: {exc.message}",
-                    sent=cycle.pending[-1],
-                    state=cycle.last_read,
-                    status=exc.status,
-                    code=exc.code,
-                    request_id=exc.request_id,
-                    method="PUT",
-                    url=f"/allocations/{consumer}",
-                ) from exc
-            raise
-        return result
+        return run_attempts(cycle, self._retry)
 
     def _read_for_cycle(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
         return self.get_allocations(consumer, global_request_id=request_id)
-
-    def _policy(self, cycle: WriteCycle) -> tenacity.Retrying:
-        """The user's policy, deciding only when and how long; we decide what.
-
-        A stale consumer generation on a write computed from the cache (or
-        from the guess that the consumer is new) means that guess was wrong,
-        not that writers are contending, so the re-read it calls for is not
-        delayed and is logged at DEBUG. A conflict on a write computed from a
-        state just read means contention: it backs off and warns.
-        """
-        user_hook = self._retry.before_sleep
-        user_wait = self._retry.wait
-
-        def routine(exc: BaseException | None) -> bool:
-            return (
-                isinstance(exc, GenerationConflict)
-                and exc.consumer_conflict
-                and not cycle.contended
-            )
-
-        def wait(state: tenacity.RetryCallState) -> float:
-            if routine(state.outcome.exception() if state.outcome else None):
-                return 0.0
-            return float(user_wait(state))
-
-        def log_retry(state: tenacity.RetryCallState) -> None:
-            exc = state.outcome.exception() if state.outcome else None
-            LOG.log(
-                logging.DEBUG if routine(exc) else logging.WARNING,
-                "consumer %s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
-                cycle.consumer,
-                state.attempt_number,
-                type(exc).__name__,
-                getattr(exc, "detail", None) or getattr(exc, "message", exc),
-                getattr(exc, "request_id", None),
-                state.upcoming_sleep,
-            )
-            if user_hook is not None:
-                user_hook(state)
-
-        return self._retry.copy(
-            retry=tenacity.retry_if_exception(_retriable),
-            wait=wait,
-            before_sleep=log_retry,
-            reraise=True,
-        )

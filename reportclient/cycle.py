@@ -80,7 +80,8 @@ class WriteCycle:
 
     :param kind: what the operation may do (see :class:`Kind`).
     :param mutate: computes the allocations to hold from a copy of the
-        current state.
+        current state; or, for a claim or a release, the allocations
+        themselves, already normalised (they do not depend on the state).
     :param idempotent: ``mutate`` applied to its own result changes nothing.
     :param overwrite: a claim may replace allocations it never saw.
     :param owner: (project_id, user_id) to write, or None to keep the
@@ -95,7 +96,7 @@ class WriteCycle:
         cache: ConsumerCache,
         read: Reader,
         consumer: str,
-        mutate: Mutator,
+        mutate: Mutator | dict[str, dict[str, int]],
         *,
         kind: Kind,
         idempotent: bool,
@@ -220,7 +221,10 @@ class WriteCycle:
             )
         if self._kind is Kind.RELEASE and fresh and not current.allocations:
             return current  # nothing left to release
-        desired = normalize_allocations(self._mutate(_copy(current)))
+        if callable(self._mutate):
+            desired = normalize_allocations(self._mutate(_copy(current)))
+        else:
+            desired = self._mutate
         if not desired and not fresh and not current.exists:
             # Emptying a consumer we believe missing: an empty write as a new
             # consumer would leave Placement an invisible generation-0 record

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
+import requests
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import session as ks_session
 
 from reportclient._netfail import (
     Failure,
@@ -42,12 +44,14 @@ from reportclient.errors import (
 __all__ = [
     "CONSUMER_GENERATION_VERSION",
     "CONSUMER_TYPE_VERSION",
+    "DEFAULT_POOL_SIZE",
     "DEFAULT_TIMEOUT",
     "MAX_VERSION",
     "Microversion",
     "Reply",
     "Transport",
     "TransportFailure",
+    "size_pool",
 ]
 
 LOG = logging.getLogger("reportclient")
@@ -65,6 +69,22 @@ MAX_VERSION: Microversion = (1, 39)
 #: thread forever; the read timeout is generous because a write that times
 #: out reading leaves its outcome unknown and costs a read to settle.
 DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
+
+#: Connections kept per host. requests' default (10) makes a burst of 64
+#: threads sharing one client open 54 throwaway connections ("pool is full").
+DEFAULT_POOL_SIZE = 64
+
+
+def size_pool(session: requests.Session, size: int) -> None:
+    """Mount keystoneauth's keep-alive adapter with a pool of ``size`` on ``session``.
+
+    :raises InvalidInput: unless ``size`` is an int of at least 1.
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidInput(f"pool_size must be an int >= 1, got {size!r}")
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, ks_session.TCPKeepAliveAdapter(pool_maxsize=size))
+
 
 # fullmatch, and ASCII digits: "$" would let "1.39\n" through, and a header
 # with a newline is refused by requests after the request was counted.
