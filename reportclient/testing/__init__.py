@@ -17,6 +17,7 @@ from reportclient.testing._admin import (
     PlacementAdminError,
 )
 from reportclient.testing._app import ADMIN_TOKEN
+from reportclient.testing._cluster import ClusterUnavailable, ConsumerLock, PlacementCluster
 from reportclient.testing._embedded import EmbeddedPlacement
 from reportclient.testing._server import PlacementServer, PlacementStartError
 from reportclient.testing._wsgi import LogLine, RequestRecord
@@ -24,11 +25,14 @@ from reportclient.testing._wsgi import LogLine, RequestRecord
 __all__ = [
     "ADMIN_TOKEN",
     "DEFAULT_MICROVERSION",
+    "ClusterUnavailable",
+    "ConsumerLock",
     "EmbeddedPlacement",
     "Inventory",
     "LogLine",
     "PlacementAdmin",
     "PlacementAdminError",
+    "PlacementCluster",
     "PlacementServer",
     "PlacementStartError",
     "RequestRecord",

@@ -10,6 +10,7 @@ isolate themselves with fresh uuid4 providers and consumers (``compute_node`` do
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,11 @@ from contextlib import contextmanager
 import pytest
 
 from reportclient.testing._admin import Inventory, PlacementAdmin
+from reportclient.testing._cluster import (
+    REQUIRE_DATABASES_ENV,
+    ClusterUnavailable,
+    PlacementCluster,
+)
 from reportclient.testing._embedded import EmbeddedPlacement
 from reportclient.testing._server import PlacementServer
 
@@ -82,3 +88,36 @@ def placement_process() -> Iterator[PlacementServer]:
     """A real Placement in its own process (SQLite file) for kill/restart tests; slower."""
     with PlacementServer() as server:
         yield server
+
+
+def _placement_cluster(database: str) -> Iterator[PlacementCluster]:
+    """Run a 4-worker cluster; skip (fail under REPORTCLIENT_REQUIRE_DATABASES=1) without a DB."""
+    try:
+        cluster = PlacementCluster(database=database, workers=4).start()
+    except ClusterUnavailable as exc:
+        if os.environ.get(REQUIRE_DATABASES_ENV) == "1":
+            pytest.fail(f"{exc} ({REQUIRE_DATABASES_ENV}=1: not skipping)", pytrace=False)
+        pytest.skip(str(exc))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def placement_cluster_mariadb() -> Iterator[PlacementCluster]:
+    """Placement behind 4 gunicorn workers on a fresh MariaDB database (REPORTCLIENT_MARIADB_URL).
+
+    Skips when the server is unreachable, fails instead when REPORTCLIENT_REQUIRE_DATABASES=1.
+    """
+    yield from _placement_cluster("mariadb")
+
+
+@pytest.fixture(scope="session")
+def placement_cluster_postgresql() -> Iterator[PlacementCluster]:
+    """Placement behind 4 gunicorn workers on a fresh PostgreSQL database.
+
+    The server comes from REPORTCLIENT_POSTGRESQL_URL (default: local, user postgres). Skips
+    when it is unreachable, fails instead when REPORTCLIENT_REQUIRE_DATABASES=1.
+    """
+    yield from _placement_cluster("postgresql")

@@ -1,0 +1,503 @@
+"""Run the real Placement the way production does: gunicorn workers over MariaDB or PostgreSQL.
+
+SQLite allows one writer, so :class:`PlacementServer` and :class:`EmbeddedPlacement` serve one
+request at a time; races between *server* processes (a worker dying mid-write, two workers
+updating one consumer, a write parked on a row lock) need a real database and several workers.
+
+Start-up order is the point of this module. Placement inserts the standard traits and resource
+classes the first time its app is loaded, and N workers loading it at once race on that insert.
+So gunicorn runs with ``--preload``: its master imports this module and calls
+:func:`gunicorn_app`, which syncs the schema and loads the app exactly once, then empties the
+DB connection pool so the forked workers never share the master's sockets (oslo.db would also
+discard them on checkout, by pid). Workers are forked from that loaded app, and so is every
+replacement after :meth:`PlacementCluster.kill_worker`.
+
+Each cluster creates its own database (``rc_<random>``) and drops it on stop, also when start-up
+or the ``with`` body fails; a finalizer drops it if the owner forgets to stop.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import requests
+
+from reportclient.testing import _app
+from reportclient.testing._server import PlacementStartError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+#: Set to ``1`` (CI does) to make the cluster fixtures fail instead of skip without a database.
+REQUIRE_DATABASES_ENV = "REPORTCLIENT_REQUIRE_DATABASES"
+_DATABASE_URL_ENV = "REPORTCLIENT_CLUSTER_DATABASE_URL"
+_PARENT_PID_ENV = "REPORTCLIENT_CLUSTER_PARENT_PID"
+_IMPORT_ROOT = str(Path(__file__).resolve().parents[2])
+_PROBE_INTERVAL = 0.05
+_CONNECT_TIMEOUT = 5
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    """Where a database server is found and the SQL that differs between the two engines."""
+
+    env: str
+    default_url: str
+    admin_database: str | None
+    create: str
+    # Sessions still connected (a SIGKILLed worker's, a forgotten lock) would block or fail the
+    # DROP, so they are ended first.
+    end_sessions: str
+    session_id: str
+    # Sessions waiting for a lock held by session :h.
+    blocked_by: str
+
+
+_DIALECTS = {
+    "mariadb": _Dialect(
+        env="REPORTCLIENT_MARIADB_URL",
+        default_url="mysql+pymysql://root:@127.0.0.1:3306",
+        admin_database=None,
+        create="CREATE DATABASE {} CHARACTER SET utf8mb4",
+        end_sessions="SELECT CONCAT('KILL ', id) FROM information_schema.PROCESSLIST WHERE db = :n",
+        session_id="SELECT CONNECTION_ID()",
+        blocked_by="SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w "
+        "JOIN information_schema.INNODB_TRX t ON t.trx_id = w.blocking_trx_id "
+        "WHERE t.trx_mysql_thread_id = :h",
+    ),
+    "postgresql": _Dialect(
+        env="REPORTCLIENT_POSTGRESQL_URL",
+        default_url="postgresql+psycopg2://postgres@127.0.0.1:5432",
+        admin_database="postgres",
+        create="CREATE DATABASE {}",
+        end_sessions="SELECT 'SELECT pg_terminate_backend(' || pid || ')' FROM pg_stat_activity "
+        "WHERE datname = :n AND pid <> pg_backend_pid()",
+        session_id="SELECT pg_backend_pid()",
+        blocked_by="SELECT COUNT(*) FROM pg_stat_activity WHERE :h = ANY(pg_blocking_pids(pid))",
+    ),
+}
+
+
+class ClusterUnavailable(RuntimeError):
+    """No database server (or no ``cluster`` extra) to run a :class:`PlacementCluster` on."""
+
+
+def _engine(url: str, *, autocommit: bool = False) -> Engine:
+    """An unpooled engine: every connection is closed for real when the caller closes it."""
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    level = "AUTOCOMMIT" if autocommit else "READ COMMITTED"
+    timeout = {"connect_timeout": _CONNECT_TIMEOUT}
+    return sqlalchemy.create_engine(
+        url, poolclass=NullPool, isolation_level=level, connect_args=timeout
+    )
+
+
+def _run(url: str, sql: str, **params: Any) -> list[Any]:
+    """Run one statement in autocommit mode and return the first column of every row."""
+    import sqlalchemy
+
+    engine = _engine(url, autocommit=True)
+    try:
+        with engine.connect() as conn:
+            result = conn.execute(sqlalchemy.text(sql), params)
+            return list(result.scalars()) if result.returns_rows else []
+    finally:
+        engine.dispose()
+
+
+def _drop_database(database: str, url: str, name: str) -> None:
+    """End the sessions still using ``name``, then drop it (no error if it is gone)."""
+    from sqlalchemy.exc import DBAPIError
+
+    for statement in _run(url, _DIALECTS[database].end_sessions, n=name):
+        try:
+            _run(url, statement)
+        except DBAPIError:
+            pass  # the session ended on its own meanwhile
+    _run(url, f"DROP DATABASE IF EXISTS {name}")
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL gunicorn's whole process group (master, workers, a worker being forked); reap.
+
+    No graceful stop: a sync worker that got SIGTERM spends about a second tearing down its
+    interpreter, so a graceful stop of four workers took 4 s, and nothing here needs it.
+    """
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
+def _finalize(proc: subprocess.Popen[bytes], database: str, url: str, name: str) -> None:
+    _kill(proc)
+    _drop_database(database, url, name)
+
+
+def _children(pid: int) -> list[int]:
+    """Live (not zombie) child processes of ``pid``, read from /proc."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ..."; comm may contain spaces and parentheses.
+        state, ppid = stat.rpartition(")")[2].split()[:2]
+        if int(ppid) == pid and state != "Z":
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class ConsumerLock:
+    """A held ``SELECT ... FOR UPDATE`` on one row of Placement's ``consumers`` table."""
+
+    consumer_uuid: str
+    #: The consumer's generation when the lock was taken.
+    generation: int
+    _database: str
+    _server_url: str
+    _session: int
+
+    def blocked_sessions(self) -> int:
+        """How many database sessions are waiting for this lock right now."""
+        sql = _DIALECTS[self._database].blocked_by
+        return int(_run(self._server_url, sql, h=self._session)[0])
+
+    def wait_for_blocked(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Return once ``count`` sessions wait for this lock; raise ``TimeoutError`` if not."""
+        deadline = time.monotonic() + timeout
+        while self.blocked_sessions() < count:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no write blocked on consumer {self.consumer_uuid}")
+            time.sleep(_PROBE_INTERVAL)
+
+
+def gunicorn_app() -> _app.WSGIApp:
+    """gunicorn's app factory (``--preload``): sync the schema, load Placement once.
+
+    Runs in the gunicorn master, before any worker is forked; reads the database URL from
+    ``REPORTCLIENT_CLUSTER_DATABASE_URL``.
+    """
+    from placement import db_api
+    from placement.db.sqlalchemy import migration
+
+    conf = _app.build_conf(os.environ[_DATABASE_URL_ENV])
+    db_api.configure(conf)
+    migration.upgrade("head")
+    app = _app.load_app(conf)  # inserts the standard traits and resource classes
+    db_api.placement_context_manager.dispose_pool()
+    parent = int(os.environ.get(_PARENT_PID_ENV, "0"))
+    if parent:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    return app
+
+
+def _watch_parent(parent: int) -> None:
+    """Stop gunicorn gracefully once the test process is gone, so no cluster outlives it."""
+    while os.getppid() == parent:
+        time.sleep(0.5)  # a daemon watchdog's poll interval, not a wait in a test
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+class PlacementCluster:
+    """The real Placement behind ``workers`` gunicorn sync workers on a fresh database.
+
+    :param database: ``"mariadb"`` (PyMySQL) or ``"postgresql"`` (psycopg2).
+    :param workers: gunicorn worker processes.
+    :param host: address to listen on; ``port=0`` picks a free port.
+    :raises ClusterUnavailable: when the ``cluster`` extra is missing, or from :meth:`start`
+        when the database server cannot be reached (the message names the environment variable
+        that points at another server).
+    """
+
+    def __init__(
+        self,
+        database: str = "mariadb",
+        workers: int = 4,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        startup_timeout: float = 60.0,
+        worker_timeout: int = 120,
+    ) -> None:
+        """Configure (but do not start) a cluster."""
+        if database not in _DIALECTS:
+            raise ValueError(f"database must be one of {sorted(_DIALECTS)}, not {database!r}")
+        dialect = _DIALECTS[database]
+        for module in ("sqlalchemy", "gunicorn"):
+            if importlib.util.find_spec(module) is None:
+                raise ClusterUnavailable(f"{module} is missing: install reportclient[cluster]")
+        from sqlalchemy.engine import make_url
+
+        self.database = database
+        self.workers = workers
+        self.host = host
+        self.token = _app.ADMIN_TOKEN
+        #: Server URL without a database name: ``$REPORTCLIENT_MARIADB_URL`` and the like.
+        self.server_url = os.environ.get(dialect.env) or dialect.default_url
+        self.database_name = f"rc_{secrets.token_hex(6)}"
+        base = make_url(self.server_url)
+        self._admin_url = base.set(database=dialect.admin_database).render_as_string(False)
+        #: SQLAlchemy URL of this cluster's own database, as Placement is configured with it.
+        self.database_url = base.set(database=self.database_name).render_as_string(False)
+        self._port = port
+        self._startup_timeout = startup_timeout
+        self._worker_timeout = worker_timeout
+        self._created = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._tmpdir: Path | None = None
+        self._final_log = ""
+        self._finalizer: weakref.finalize[..., PlacementCluster] | None = None
+
+    @property
+    def url(self) -> str:
+        """Endpoint URL without trailing slash."""
+        if not self._port:
+            raise RuntimeError("PlacementCluster has not been started")
+        return f"http://{self.host}:{self._port}"
+
+    @property
+    def master_pid(self) -> int:
+        """The gunicorn master's process id."""
+        if self._proc is None:
+            raise RuntimeError("PlacementCluster is not running")
+        return self._proc.pid
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> PlacementCluster:
+        """Create the database, start gunicorn and wait for every worker; return ``self``."""
+        if self._proc is not None:
+            raise RuntimeError("PlacementCluster is already running")
+        self._create_database()
+        try:
+            self._spawn()
+            self._wait(self._ready, self._startup_timeout, "Placement to answer on all workers")
+        except TimeoutError as exc:
+            self.stop()
+            raise PlacementStartError(f"{exc}; log:\n{self.read_log()}") from exc
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _create_database(self) -> None:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import DBAPIError
+
+        dialect = _DIALECTS[self.database]
+        try:
+            _run(self._admin_url, dialect.create.format(self.database_name))
+        except ImportError as exc:  # the DB-API driver (PyMySQL, psycopg2)
+            raise ClusterUnavailable(f"{exc}: install reportclient[cluster]") from exc
+        except DBAPIError as exc:
+            raise ClusterUnavailable(
+                f"no {self.database} server to create a database on at "
+                f"{make_url(self.server_url).render_as_string()}: {exc.orig}. Point {dialect.env} "
+                f"at a server URL without a database name (default {dialect.default_url})."
+            ) from exc
+        self._created = True
+
+    def _spawn(self) -> None:
+        self._tmpdir = Path(tempfile.mkdtemp(prefix="reportclient-cluster-"))
+        listener = socket.create_server((self.host, self._port), backlog=1024)
+        self._port = listener.getsockname()[1]
+        cmd = [
+            sys.executable, "-m", "gunicorn",
+            "--preload",
+            "--worker-class", "sync",
+            "--workers", str(self.workers),
+            # A socket we bound: the port is known before gunicorn starts, with no race.
+            "--bind", f"fd://{listener.fileno()}",
+            "--timeout", str(self._worker_timeout),
+            "--graceful-timeout", "5",
+            "--error-logfile", "-",
+        ]  # fmt: skip
+        if int(importlib.metadata.version("gunicorn").split(".")[0]) >= 25:
+            cmd.append("--no-control-socket")
+        cmd.append(f"{__name__}:gunicorn_app()")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
+        env[_DATABASE_URL_ENV] = self.database_url
+        env[_PARENT_PID_ENV] = str(os.getpid())
+        with listener, open(self._tmpdir / "gunicorn.log", "ab") as log:
+            self._proc = subprocess.Popen(  # noqa: S603 - argv built from our own values
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                pass_fds=(listener.fileno(),),
+                # Its own process group, so stop() can kill master and workers in one go.
+                start_new_session=True,
+            )
+        self._finalizer = weakref.finalize(
+            self, _finalize, self._proc, self.database, self._admin_url, self.database_name
+        )
+
+    def _ready(self) -> bool:
+        if len(self.worker_pids()) != self.workers:
+            return False
+        try:
+            return requests.get(f"{self.url}/", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def _wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        """Poll ``done`` until true; ``proc.wait`` is the pause, so a dead master shows at once."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                code = proc.returncode if proc is not None else None
+                raise PlacementStartError(
+                    f"gunicorn master exited ({code}) waiting for {what}; log:\n{self.read_log()}"
+                )
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+            try:
+                proc.wait(_PROBE_INTERVAL)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def stop(self) -> None:
+        """Kill gunicorn (master and workers) and drop the database; safe to call twice."""
+        proc, self._proc = self._proc, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        try:
+            if proc is not None:
+                _kill(proc)
+        finally:
+            if self._created:
+                self._created = False
+                _drop_database(self.database, self._admin_url, self.database_name)
+            if self._tmpdir is not None:
+                self._final_log = self.read_log()
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+                self._tmpdir = None
+
+    def __enter__(self) -> PlacementCluster:
+        """Start the cluster."""
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Stop the cluster and drop its database, also when the body raised."""
+        self.stop()
+
+    def read_log(self) -> str:
+        """gunicorn's log (master and workers) so far, or the final one after :meth:`stop`."""
+        if self._tmpdir is None:
+            return self._final_log
+        try:
+            return (self._tmpdir / "gunicorn.log").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    # -- workers -----------------------------------------------------------------------------
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (the master's children), sorted."""
+        return _children(self.master_pid)
+
+    def kill_worker(self, pid: int | None = None) -> int:
+        """SIGKILL one worker (the first one by default) and return its pid once it is dead.
+
+        gunicorn's master then forks a replacement; see :meth:`wait_for_workers`.
+        """
+        pids = self.worker_pids()
+        victim = pids[0] if pid is None else pid
+        if victim not in pids:
+            raise ValueError(f"{victim} is not a worker of this cluster (workers: {pids})")
+        os.kill(victim, signal.SIGKILL)
+        self._wait(lambda: victim not in self.worker_pids(), 10.0, f"worker {victim} to die")
+        return victim
+
+    def wait_for_workers(self, n: int | None = None, timeout: float = 30.0) -> list[int]:
+        """Wait until exactly ``n`` (default: ``workers``) workers live; return their pids."""
+        want = self.workers if n is None else n
+        self._wait(lambda: len(self.worker_pids()) == want, timeout, f"{want} workers")
+        return self.worker_pids()
+
+    # -- database ----------------------------------------------------------------------------
+
+    def consumer_generation(self, consumer_uuid: str) -> int | None:
+        """The consumer's committed generation read from the database, None if it has no row."""
+        sql = "SELECT generation FROM consumers WHERE uuid = :u"
+        rows = _run(self.database_url, sql, u=consumer_uuid)
+        return int(rows[0]) if rows else None
+
+    def wait_for_consumer_generation(
+        self, consumer_uuid: str, generation: int, timeout: float = 10.0
+    ) -> None:
+        """Return once the consumer's generation is ``generation``; else raise ``TimeoutError``.
+
+        For the write released by :meth:`hold_consumer_lock`: its client already gave up, so
+        only the database can tell when it has landed.
+        """
+        what = f"consumer {consumer_uuid} to reach generation {generation}"
+        self._wait(lambda: self.consumer_generation(consumer_uuid) == generation, timeout, what)
+
+    @contextmanager
+    def hold_consumer_lock(self, consumer_uuid: str) -> Iterator[ConsumerLock]:
+        """Row-lock the consumer (``SELECT ... FOR UPDATE``) until the block exits (rollback).
+
+        A concurrent allocation write for the consumer reads the row without locking, writes its
+        allocation rows, then blocks in ``Consumer.increment_generation`` (``UPDATE consumers
+        SET generation = g + 1 WHERE id = ... AND generation = g``) near the end of its
+        transaction; once the lock is released it proceeds and commits. The consumer must
+        exist. MariaDB fails the waiting write after ``innodb_lock_wait_timeout`` (50 s by
+        default), gunicorn kills its worker after ``worker_timeout``.
+
+        :raises LookupError: the consumer has no row (no allocations) to lock.
+        """
+        import sqlalchemy
+
+        engine = _engine(self.database_url)
+        try:
+            with engine.connect() as conn, conn.begin() as txn:
+                generation = conn.execute(
+                    sqlalchemy.text("SELECT generation FROM consumers WHERE uuid = :u FOR UPDATE"),
+                    {"u": consumer_uuid},
+                ).scalar()
+                if generation is None:
+                    raise LookupError(f"consumer {consumer_uuid} does not exist")
+                session = conn.execute(sqlalchemy.text(_DIALECTS[self.database].session_id))
+                try:
+                    yield ConsumerLock(
+                        consumer_uuid,
+                        int(generation),
+                        self.database,
+                        self._admin_url,
+                        int(session.scalar_one()),
+                    )
+                finally:
+                    txn.rollback()
+        finally:
+            engine.dispose()
