@@ -18,6 +18,8 @@ USER = "user-functional"
 LATEST = "1.39"
 #: Bounded wait for worker threads; a hang fails the test instead of the whole run.
 JOIN_TIMEOUT = 60.0
+#: ``cache_ttl`` of the clients that trust their cache (``make_cached_client``).
+CACHE_TTL = 60.0
 
 
 def new_id() -> str:
@@ -40,6 +42,32 @@ def make_client(
     """A client on the embedded Placement, pinned to 1.39 unless told otherwise."""
     return PlacementClient.from_endpoint(
         placement.url, token=token, microversion=microversion, **kwargs
+    )
+
+
+class FakeClock:
+    """Monotonic seconds that move only when the test says so (for ``cache_ttl``)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def make_cached_client(
+    placement: EmbeddedPlacement, *, clock: FakeClock | None = None, **kwargs: Any
+) -> PlacementClient:
+    """A client trusting what it cached within ``CACHE_TTL`` seconds of a clock that stands still.
+
+    Unless the test advances ``clock``, every state it read or wrote stays trusted: the
+    one-request writes of the trusted cache, as opposed to the default ``cache_ttl=0``.
+    """
+    return make_client(
+        placement, cache_ttl=CACHE_TTL, clock=clock if clock is not None else FakeClock(), **kwargs
     )
 
 

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from reportclient import add_allocations, remove_providers
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, held, make_client, new_id, raw_body, wire
+from tests.functional._helpers import (
+    CACHE_TTL,
+    PROJECT,
+    USER,
+    FakeClock,
+    held,
+    make_cached_client,
+    make_client,
+    new_id,
+    raw_body,
+    wire,
+)
 
 
 def test_fresh_claim_is_one_put_and_placement_reports_generation_one(
@@ -33,7 +44,7 @@ def test_fresh_claim_is_one_put_and_placement_reports_generation_one(
 def test_cached_claim_is_one_put_and_placement_reports_generation_two(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
-    client = make_client(real_placement)
+    client = make_cached_client(real_placement)
     consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     real_placement.clear_requests_seen()
@@ -48,10 +59,49 @@ def test_cached_claim_is_one_put_and_placement_reports_generation_two(
     assert placement_admin.usages(compute_node)["VCPU"] == 3
 
 
-def test_cached_release_is_one_put_and_leaves_no_generation(
+def test_claim_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
     client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    real_placement.clear_requests_seen()
+
+    state = client.claim(consumer, {compute_node: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert state.generation == 2
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == {compute_node: {"VCPU": 3}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 3
+
+
+def test_cached_claim_reads_first_once_the_entry_is_as_old_as_the_ttl(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    clock = FakeClock()
+    client = make_cached_client(real_placement, clock=clock)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    clock.advance(CACHE_TTL)
+    real_placement.clear_requests_seen()
+
+    state = client.claim(consumer, {compute_node: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert state.generation == 2
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == {compute_node: {"VCPU": 3}}
+
+
+def test_cached_release_is_one_put_and_leaves_no_generation(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_cached_client(real_placement)
     consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
@@ -60,6 +110,26 @@ def test_cached_release_is_one_put_and_leaves_no_generation(
     client.release(consumer)
 
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 0
+    cached = client.cached(consumer)
+    assert cached is not None and cached.generation is None and not cached.exists
+
+
+def test_release_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    assert placement_admin.get_allocations(consumer)["consumer_generation"] == 2
+    real_placement.clear_requests_seen()
+
+    client.release(consumer)
+
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert placement_admin.get_allocations(consumer) == {"allocations": {}}
     assert placement_admin.usages(compute_node)["VCPU"] == 0
     cached = client.cached(consumer)
@@ -174,7 +244,7 @@ def test_add_allocations_on_cached_consumer_is_one_put_with_the_sum(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
     other = placement_admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real_placement)
+    client = make_cached_client(real_placement)
     consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
     real_placement.clear_requests_seen()
@@ -187,6 +257,30 @@ def test_add_allocations_on_cached_consumer_is_one_put_with_the_sum(
     )
 
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert state.generation == 2
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == {compute_node: {"VCPU": 3}, other: {"VCPU": 2}}
+
+
+def test_add_allocations_with_the_default_ttl_reads_then_puts_the_sum(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    other = placement_admin.create_provider(inventory={"VCPU": 4})
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    real_placement.clear_requests_seen()
+
+    state = client.update_allocations(
+        consumer,
+        add_allocations({compute_node: {"VCPU": 1}, other: {"VCPU": 2}}),
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
     raw = placement_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 2
@@ -222,7 +316,7 @@ def test_claiming_unchanged_allocations_from_the_cache_writes_once(
     writer = make_client(real_placement)
     consumer = new_id()
     writer.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    reader = make_client(real_placement)
+    reader = make_cached_client(real_placement)
     reader.get_allocations(consumer)
     real_placement.clear_requests_seen()
 
@@ -232,3 +326,24 @@ def test_claiming_unchanged_allocations_from_the_cache_writes_once(
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 2
     assert placement_admin.get_allocations(consumer)["consumer_generation"] == 2
+
+
+def test_claiming_unchanged_allocations_with_the_default_ttl_reads_and_writes_nothing(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    writer = make_client(real_placement)
+    consumer = new_id()
+    writer.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    reader = make_client(real_placement)
+    reader.get_allocations(consumer)
+    real_placement.clear_requests_seen()
+
+    state = reader.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    # The claim reads first; the state just read already holds the claim, so nothing is written.
+    assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
+    assert state.generation == 1
+    assert state.allocations == {compute_node: {"VCPU": 1}}
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 1
+    assert held(raw) == {compute_node: {"VCPU": 1}}

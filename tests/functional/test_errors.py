@@ -18,6 +18,7 @@ from tests.functional._helpers import (
     PROJECT,
     USER,
     fast_retry,
+    make_cached_client,
     make_client,
     new_id,
     raw_body,
@@ -335,11 +336,26 @@ def test_malformed_global_request_id_is_invalid_input(real_placement: EmbeddedPl
         make_client(real_placement, global_request_id="my-request-1")
 
 
+@pytest.mark.parametrize(
+    ("cached", "call"),
+    [
+        # The default client reads first: GET (the consumer is gone), PUT as new.
+        (False, [("GET", 200), ("PUT", 204)]),
+        # A client trusting its cache writes first and retries: PUT 409, GET, PUT.
+        (True, [("PUT", 409), ("GET", 200), ("PUT", 204)]),
+    ],
+    ids=["default-ttl", "cached"],
+)
 def test_per_call_global_request_id_overrides_the_clients_on_every_request_of_the_call(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    cached: bool,
+    call: list[tuple[str, int]],
 ) -> None:
     client_id, call_id = f"req-{uuid.uuid4()}", f"req-{uuid.uuid4()}"
-    client = make_client(real_placement, global_request_id=client_id)
+    build = make_cached_client if cached else make_client
+    client = build(real_placement, global_request_id=client_id)
     consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
@@ -357,5 +373,6 @@ def test_per_call_global_request_id_overrides_the_clients_on_every_request_of_th
 
     seen = real_placement.requests_seen
     statuses = [(r.method, r.status) for r in seen]
-    assert statuses == [("PUT", 409), ("GET", 200), ("PUT", 204), ("GET", 200)]
-    assert [r.global_request_id for r in seen] == [call_id, call_id, call_id, client_id]
+    assert statuses == [*call, ("GET", 200)]
+    assert [r.global_request_id for r in seen] == [call_id] * len(call) + [client_id]
+    assert [r.sent_request_id for r in seen] == [call_id] * len(call) + [client_id]

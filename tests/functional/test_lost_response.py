@@ -16,9 +16,30 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from requests.adapters import HTTPAdapter
 
-from reportclient import NO_RETRY, PlacementClient, PlacementUnavailable
+from reportclient import (
+    NO_RETRY,
+    AllocationWrite,
+    ConsumerAllocations,
+    Mutation,
+    OutcomeUnknown,
+    PlacementClient,
+    PlacementUnavailable,
+    add_allocations,
+    remove_providers,
+    replace_allocations,
+)
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin, PlacementServer
-from tests.functional._helpers import LATEST, PROJECT, USER, fast_retry, held, new_id, wire
+from tests.functional._helpers import (
+    CACHE_TTL,
+    LATEST,
+    PROJECT,
+    USER,
+    FakeClock,
+    fast_retry,
+    held,
+    new_id,
+    wire,
+)
 
 
 class LosingAdapter(HTTPAdapter):
@@ -46,6 +67,7 @@ class LosingAdapter(HTTPAdapter):
 
 
 def _client_over(url: str, adapter: HTTPAdapter, **kwargs: Any) -> PlacementClient:
+    """A client pinned to 1.39 whose every request goes through ``adapter``."""
     http = requests.Session()
     http.mount("http://", adapter)
     session = ks_session.Session(auth=token_endpoint.Token(url, "admin"), session=http)
@@ -74,34 +96,129 @@ def test_lost_answer_to_a_claim_that_landed_is_success_without_writing_again(
     assert client.cached(consumer) == state
 
 
+#: ``cache_ttl`` of the two kinds of client: the default (read before every write to a consumer
+#: it has seen) and one trusting its cache (the write is the first request).
+TTLS = pytest.mark.parametrize("cache_ttl", [0.0, CACHE_TTL], ids=["default-ttl", "cached"])
+
+
+def _reads_first(cache_ttl: float, path: str) -> list[tuple[str, str, int]]:
+    """The GET sent before writing to a consumer the client has seen, unless it trusts its cache."""
+    return [] if cache_ttl else [("GET", path, 200)]
+
+
+@pytest.mark.parametrize(
+    "operation",
+    ["claim", "replace_allocations", "remove_providers"],
+)
+@TTLS
 def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_again(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    operation: str,
+    cache_ttl: float,
 ) -> None:
-    adapter = LosingAdapter("PUT", deliver=True)
-    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    other = placement_admin.create_provider(inventory={"VCPU": 4})
+    adapter = LosingAdapter("PUT", deliver=True, times=0)
+    client = _client_over(
+        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    )
     consumer = new_id()
-    adapter.remaining = 0
+    client.claim(
+        consumer,
+        {compute_node: {"VCPU": 1}, other: {"VCPU": 2}},
+        project_id=PROJECT,
+        user_id=USER,
+    )
+    adapter.remaining = 1
+    real_placement.clear_requests_seen()
+
+    # Each operation is idempotent, so Placement holding its result settles it.
+    if operation == "claim":
+        wanted = {compute_node: {"VCPU": 3}}
+        state = client.claim(consumer, wanted, project_id=PROJECT, user_id=USER)
+    else:
+        mutation: Mutation
+        if operation == "replace_allocations":
+            wanted = {compute_node: {"VCPU": 3}}
+            mutation = replace_allocations(wanted)
+        else:
+            wanted = {compute_node: {"VCPU": 1}}
+            mutation = remove_providers([other])
+        state = client.update_allocations(consumer, mutation, project_id=PROJECT, user_id=USER)
+
+    path = f"/allocations/{consumer}"
+    assert adapter.lost == [f"PUT {path}"]
+    assert wire(real_placement) == [
+        *_reads_first(cache_ttl, path),
+        ("PUT", path, 204),
+        ("GET", path, 200),
+    ]
+    assert state == ConsumerAllocations(consumer, wanted, 2, PROJECT, USER, "INSTANCE")
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == wanted
+    assert placement_admin.usages(other)["VCPU"] == 0
+
+
+@TTLS
+def test_lost_answer_to_an_add_that_landed_is_outcome_unknown_and_never_applied_twice(
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    cache_ttl: float,
+) -> None:
+    adapter = LosingAdapter("PUT", deliver=True, times=0)
+    client = _client_over(
+        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    )
+    consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     adapter.remaining = 1
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+    with pytest.raises(OutcomeUnknown) as caught:
+        client.update_allocations(
+            consumer, add_allocations({compute_node: {"VCPU": 2}}), project_id=PROJECT, user_id=USER
+        )
 
+    # Generation 2 holding exactly what was written: this write landed, or another writer wrote
+    # the same; adding again could apply it twice, so the client stops and says what it knows.
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 204), ("GET", path, 200)]
-    assert state.generation == 2
+    assert adapter.lost == [f"PUT {path}"]
+    assert wire(real_placement) == [
+        *_reads_first(cache_ttl, path),
+        ("PUT", path, 204),
+        ("GET", path, 200),
+    ]
+    error = caught.value
+    assert error.sent == AllocationWrite(
+        consumer, {compute_node: {"VCPU": 3}}, 1, PROJECT, USER, "INSTANCE"
+    )
+    assert error.state == ConsumerAllocations(
+        consumer, {compute_node: {"VCPU": 3}}, 2, PROJECT, USER, "INSTANCE"
+    )
+    assert error.outcome_unknown is True
+    assert (error.method, error.url, error.consumer_uuid) == ("PUT", path, consumer)
+    # Applied exactly once.
     raw = placement_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 2
     assert held(raw) == {compute_node: {"VCPU": 3}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 3
 
 
+@TTLS
 def test_lost_answer_to_a_release_that_landed_is_success_without_writing_again(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    cache_ttl: float,
 ) -> None:
-    adapter = LosingAdapter("PUT", deliver=True)
-    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    adapter = LosingAdapter("PUT", deliver=True, times=0)
+    client = _client_over(
+        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    )
     consumer = new_id()
-    adapter.remaining = 0
     client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     adapter.remaining = 1
     real_placement.clear_requests_seen()
@@ -109,7 +226,12 @@ def test_lost_answer_to_a_release_that_landed_is_success_without_writing_again(
     client.release(consumer)
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 204), ("GET", path, 200)]
+    assert adapter.lost == [f"PUT {path}"]
+    assert wire(real_placement) == [
+        *_reads_first(cache_ttl, path),
+        ("PUT", path, 204),
+        ("GET", path, 200),
+    ]
     assert placement_admin.get_allocations(consumer) == {"allocations": {}}
     assert placement_admin.usages(compute_node)["VCPU"] == 0
 
@@ -173,14 +295,19 @@ def test_claim_fails_while_placement_is_down_and_succeeds_after_restart(
         retry=fast_retry(attempts=2),
     )
     consumer = new_id()
-    client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    first = client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
     placement_process.kill()
     with pytest.raises(PlacementUnavailable) as caught:
         client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
-    # A refused connection sent nothing, so the write's outcome is known.
-    assert caught.value.method == "PUT"
+    # A consumer the client has seen is read first; the refused GET sent nothing, so no write
+    # was ever attempted and the outcome is known.
+    path = f"/allocations/{consumer}"
+    assert (caught.value.method, caught.value.url) == ("GET", path)
     assert caught.value.outcome_unknown is False
+    assert not isinstance(caught.value, OutcomeUnknown)
+    # Nothing reached Placement during the outage, so what the client knew is kept.
+    assert client.cached(consumer) == first
 
     placement_process.restart()
     placement_process.clear_requests_seen()
@@ -192,9 +319,9 @@ def test_claim_fails_while_placement_is_down_and_succeeds_after_restart(
     assert held(raw) == {rp: {"VCPU": 3}}
     assert state.generation == 2
     assert client.cached(consumer) == state
-    # Nothing reached Placement during the outage, so the cached generation
-    # was kept and the first write after the restart is a single PUT.
-    assert seen == [("PUT", f"/allocations/{consumer}", 204)]
+    # After the restart Placement still holds what the client knew (generation 1), so the claim
+    # reads it and replaces it: GET + PUT, no conflict.
+    assert seen == [("GET", path, 200), ("PUT", path, 204)]
 
 
 def test_unreachable_placement_raises_placement_unavailable() -> None:

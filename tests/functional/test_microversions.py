@@ -16,6 +16,7 @@ from tests.functional._helpers import (
     PROJECT,
     USER,
     held,
+    make_cached_client,
     make_client,
     new_id,
     raw_body,
@@ -46,7 +47,7 @@ def test_client_pinned_to_1_28_claims_at_1_28_without_consumer_type(
 def test_client_pinned_to_1_28_recovers_when_consumer_was_deleted_by_another_writer(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
-    client = make_client(real_placement, microversion="1.28")
+    client = make_cached_client(real_placement, microversion="1.28")
     consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
@@ -64,7 +65,44 @@ def test_client_pinned_to_1_28_recovers_when_consumer_was_deleted_by_another_wri
     assert held(raw) == {compute_node: {"VCPU": 2}}
 
 
+def test_client_pinned_to_1_28_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_client(real_placement, microversion="1.28")
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
+    assert emptied.status_code == 204, emptied.text
+    real_placement.clear_requests_seen()
+
+    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 2
+    assert state.generation == 1
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 1
+    assert held(raw) == {compute_node: {"VCPU": 2}}
+
+
 def test_client_pinned_to_1_28_releases_with_the_cached_generation(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_cached_client(real_placement, microversion="1.28")
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    real_placement.clear_requests_seen()
+
+    client.release(consumer)
+
+    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"]
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 0
+
+
+def test_client_pinned_to_1_28_with_the_default_ttl_releases_with_the_generation_it_reads(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
     client = make_client(real_placement, microversion="1.28")
@@ -74,8 +112,11 @@ def test_client_pinned_to_1_28_releases_with_the_cached_generation(
 
     client.release(consumer)
 
-    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 2
     assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert placement_admin.usages(compute_node)["VCPU"] == 0
 
 
 def test_negotiated_client_reports_1_39_after_one_get_root(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Mapping
 
 import pytest
 
@@ -10,6 +12,7 @@ from reportclient import (
     NO_RETRY,
     CapacityExceeded,
     ConsumerAllocations,
+    ConsumerChanged,
     GenerationConflict,
     PlacementClient,
     PlacementError,
@@ -17,10 +20,12 @@ from reportclient import (
 )
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import (
+    JOIN_TIMEOUT,
     PROJECT,
     USER,
     fast_retry,
     held,
+    make_cached_client,
     make_client,
     new_id,
     raw_body,
@@ -48,7 +53,43 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
     compute_node: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    client = make_client(real_placement)
+    client = make_cached_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    assert client.cached(consumer).generation == 1  # type: ignore[union-attr]
+    _delete_consumer_behind_the_clients_back(placement_admin, consumer, 1)
+    real_placement.clear_requests_seen()
+
+    with caplog.at_level(logging.DEBUG, logger="reportclient"):
+        state = client.claim(
+            consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER
+        )
+
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
+    # The 409 the client retried is Placement's consumer conflict for a deleted consumer. A stale
+    # cache is no contention: the retry is logged at DEBUG and nothing at WARNING or above.
+    mine = [r for r in caplog.records if r.name == "reportclient"]
+    retries = [r for r in mine if "retrying in" in r.getMessage()]
+    assert len(retries) == 1
+    assert retries[0].levelno == logging.DEBUG
+    assert "consumer generation conflict - expected null but got 1" in retries[0].getMessage()
+    assert [r for r in mine if r.levelno >= logging.WARNING] == []
+    assert state.generation == 1
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 1
+    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert client.cached(consumer) == state
+
+
+def test_claim_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it_in_two_requests(
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # No retry at all: reading first, the client never sends the stale generation.
+    client = make_client(real_placement, retry=NO_RETRY)
     consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     assert client.cached(consumer).generation == 1  # type: ignore[union-attr]
@@ -61,11 +102,9 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
         )
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    # The 409 the client retried is Placement's consumer conflict for a deleted consumer.
-    retries = [r.getMessage() for r in caplog.records if r.name == "reportclient"]
-    assert len(retries) == 1
-    assert "consumer generation conflict - expected null but got 1" in retries[0]
+    # GET shows the consumer missing; the PUT creates it anew (consumer_generation null).
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert [r.getMessage() for r in caplog.records if r.name == "reportclient"] == []
     assert state.generation == 1
     raw = placement_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 1
@@ -76,7 +115,7 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
 def test_stale_claim_after_delete_is_refused_with_expected_null_but_got_1(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
-    client = make_client(real_placement, retry=NO_RETRY)
+    client = make_cached_client(real_placement, retry=NO_RETRY)
     consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     _delete_consumer_behind_the_clients_back(placement_admin, consumer, 1)
@@ -175,7 +214,7 @@ def test_update_sees_allocations_written_by_another_writer(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
     extra = placement_admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real_placement)
+    client = make_cached_client(real_placement)
     consumer = new_id()
     client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
     theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
@@ -197,6 +236,35 @@ def test_update_sees_allocations_written_by_another_writer(
     ]
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 3
+    assert held(raw) == {compute_node: {"VCPU": 5}, extra: {"VCPU": 1}}
+
+
+def test_update_with_the_default_ttl_reads_first_and_sees_only_the_other_writers_allocations(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    extra = placement_admin.create_provider(inventory={"VCPU": 4})
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
+    _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
+    seen: list[ConsumerAllocations] = []
+
+    def mutate(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
+        seen.append(current)
+        return {rp: dict(res) for rp, res in current.allocations.items()} | {
+            compute_node: {"VCPU": 5}
+        }
+
+    real_placement.clear_requests_seen()
+    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+
+    # mutate never sees the stale cached state, only what the GET returned.
+    assert [(s.generation, s.allocations) for s in seen] == [(2, theirs)]
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     raw = placement_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 3
     assert held(raw) == {compute_node: {"VCPU": 5}, extra: {"VCPU": 1}}
@@ -225,7 +293,31 @@ def test_add_allocations_adds_to_what_another_writer_wrote(
     assert placement_admin.usages(extra)["VCPU"] == 1
 
 
-def test_claim_replaces_what_another_writer_wrote(
+def test_claim_refuses_to_replace_what_another_writer_wrote(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    extra = placement_admin.create_provider(inventory={"VCPU": 4})
+    client = make_client(real_placement)
+    consumer = new_id()
+    ours = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
+    _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
+    real_placement.clear_requests_seen()
+
+    with pytest.raises(ConsumerChanged) as caught:
+        client.claim(consumer, {compute_node: {"VCPU": 6}}, project_id=PROJECT, user_id=USER)
+
+    assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
+    assert caught.value.known == ours
+    assert caught.value.state == ConsumerAllocations(consumer, theirs, 2, PROJECT, USER, "INSTANCE")
+    assert caught.value.consumer_uuid == consumer
+    raw = placement_admin.get_allocations(consumer)
+    assert raw["consumer_generation"] == 2
+    assert held(raw) == theirs
+    assert placement_admin.usages(extra)["VCPU"] == 1
+
+
+def test_claim_with_overwrite_replaces_what_another_writer_wrote(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
     extra = placement_admin.create_provider(inventory={"VCPU": 4})
@@ -235,9 +327,18 @@ def test_claim_replaces_what_another_writer_wrote(
     _change_consumer_behind_the_clients_back(
         placement_admin, consumer, {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
     )
+    real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 6}}, project_id=PROJECT, user_id=USER)
+    state = client.claim(
+        consumer,
+        {compute_node: {"VCPU": 6}},
+        project_id=PROJECT,
+        user_id=USER,
+        overwrite=True,
+    )
 
+    path = f"/allocations/{consumer}"
+    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 3
     raw = placement_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 3
@@ -276,62 +377,103 @@ def test_concurrent_claims_beyond_capacity_admit_exactly_the_capacity(
 # -- same-consumer race: no lost update -----------------------------------------------------------
 
 
-def _add_one_vcpu(client: PlacementClient, consumer: str, rp: str) -> ConsumerAllocations:
-    return client.update_allocations(
-        consumer, add_allocations({rp: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
+#: What the consumer of the same-consumer races holds before the adds (claimed first: an update
+#: never creates a consumer).
+BASE_VCPU = 2
+
+
+def _claimed_consumer(real_placement: EmbeddedPlacement, admin: PlacementAdmin) -> tuple[str, str]:
+    """A provider with room for every add, and a consumer claimed on it with BASE_VCPU."""
+    rp = admin.create_provider(inventory={"VCPU": {"total": 64, "max_unit": 64}})
+    consumer = new_id()
+    make_client(real_placement).claim(
+        consumer, {rp: {"VCPU": BASE_VCPU}}, project_id=PROJECT, user_id=USER
     )
+    assert admin.get_allocations(consumer)["consumer_generation"] == 1
+    return rp, consumer
+
+
+def _add_one_vcpu(
+    client: PlacementClient, consumer: str, rp: str, all_read: threading.Barrier
+) -> ConsumerAllocations:
+    """Add one VCPU; the first computation waits until every worker has read the consumer.
+
+    So every worker's first write carries the same generation and all but one of them
+    conflict: the race is certain, not left to the scheduler's timing.
+    """
+    add = add_allocations({rp: {"VCPU": 1}})
+    first = True
+
+    def mutate(current: ConsumerAllocations) -> Mapping[str, Mapping[str, int]]:
+        nonlocal first
+        if first:
+            first = False
+            all_read.wait(JOIN_TIMEOUT)
+        return add(current)
+
+    return client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
 
 
 def test_concurrent_adds_through_one_shared_client_lose_no_update(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin
 ) -> None:
+    rp, consumer = _claimed_consumer(real_placement, placement_admin)
     client = make_client(real_placement, retry=fast_retry())
-    consumer = new_id()
+    all_read = threading.Barrier(THREADS)
 
     outcomes = run_together(
-        [lambda: _add_one_vcpu(client, consumer, compute_node) for _ in range(THREADS)]
+        [lambda: _add_one_vcpu(client, consumer, rp, all_read) for _ in range(THREADS)]
     )
 
     assert [kind for kind, _ in outcomes] == ["ok"] * THREADS, outcomes
     raw = placement_admin.get_allocations(consumer)
-    assert held(raw) == {compute_node: {"VCPU": THREADS}}
-    assert raw["consumer_generation"] == THREADS
-    assert placement_admin.usages(compute_node)["VCPU"] == THREADS
-    assert sorted(state.generation for _, state in outcomes) == list(range(1, THREADS + 1))
+    assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
+    assert raw["consumer_generation"] == 1 + THREADS
+    assert placement_admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
+    assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
 
 
 def test_concurrent_adds_through_separate_clients_lose_no_update(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin
 ) -> None:
+    rp, consumer = _claimed_consumer(real_placement, placement_admin)
     clients = [make_client(real_placement, retry=fast_retry()) for _ in range(THREADS)]
-    consumer = new_id()
+    all_read = threading.Barrier(THREADS)
 
-    outcomes = run_together([lambda c=c: _add_one_vcpu(c, consumer, compute_node) for c in clients])
+    outcomes = run_together([lambda c=c: _add_one_vcpu(c, consumer, rp, all_read) for c in clients])
 
     assert [kind for kind, _ in outcomes] == ["ok"] * THREADS, outcomes
     raw = placement_admin.get_allocations(consumer)
-    assert held(raw) == {compute_node: {"VCPU": THREADS}}
-    assert raw["consumer_generation"] == THREADS
-    assert placement_admin.usages(compute_node)["VCPU"] == THREADS
-    assert sorted(state.generation for _, state in outcomes) == list(range(1, THREADS + 1))
+    assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
+    assert raw["consumer_generation"] == 1 + THREADS
+    assert placement_admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
+    assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
 
 
 def test_concurrent_adds_that_outlast_the_retry_policy_raise_generation_conflict(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin
 ) -> None:
+    rp, consumer = _claimed_consumer(real_placement, placement_admin)
     clients = [make_client(real_placement, retry=NO_RETRY) for _ in range(THREADS)]
-    consumer = new_id()
+    all_read = threading.Barrier(THREADS)
+    real_placement.clear_requests_seen()
 
-    outcomes = run_together([lambda c=c: _add_one_vcpu(c, consumer, compute_node) for c in clients])
+    outcomes = run_together([lambda c=c: _add_one_vcpu(c, consumer, rp, all_read) for c in clients])
 
     won = [value for kind, value in outcomes if kind == "ok"]
     lost = [value for kind, value in outcomes if kind == "error"]
     assert all(isinstance(exc, GenerationConflict) for exc in lost), lost
     assert all(exc.attempts == 1 and exc.consumer_conflict for exc in lost)
-    # Every success is a write Placement kept: nothing was overwritten.
-    raw = placement_admin.get_allocations(consumer)
-    assert held(raw) == {compute_node: {"VCPU": 1}}
-    assert raw["consumer_generation"] == 1
-    # All eight assumed a new consumer (null); Placement can accept only the first.
+    # All eight read generation 1 before any wrote; Placement can accept only the first write.
     assert len(won) == 1
     assert len(lost) == THREADS - 1
+    assert won[0].generation == 2
+    assert won[0].allocations == {rp: {"VCPU": BASE_VCPU + 1}}
+    path = f"/allocations/{consumer}"
+    assert sorted(wire(real_placement)) == sorted(
+        [("GET", path, 200)] * THREADS + [("PUT", path, 204)] + [("PUT", path, 409)] * (THREADS - 1)
+    )
+    # Every success is a write Placement kept: nothing was overwritten, nothing applied twice.
+    raw = placement_admin.get_allocations(consumer)
+    assert held(raw) == {rp: {"VCPU": BASE_VCPU + 1}}
+    assert raw["consumer_generation"] == 2
