@@ -167,24 +167,32 @@ class ConsumerCache:
         return _decode(consumer_uuid, entry), self._trusted(entry[0])
 
     def _trusted(self, tick: object) -> bool:
-        if not self._timed:
-            return self._ttl > 0
-        return isinstance(tick, float) and self._clock() - tick < self._ttl
+        # None marks an entry never to trust: any entry when ttl is 0, or one
+        # put back as what the client last knew rather than what is there.
+        if tick is None:
+            return False
+        return not self._timed or self._clock() - tick < self._ttl  # type: ignore[operator]
 
-    def _stamp(self) -> float | None:
-        if not self._timed:
+    def _stamp(self, trusted: bool) -> float | None:
+        if not trusted or self._ttl == 0:
             return None
+        if not self._timed:
+            return math.inf
         now = self._clock()
         if now - self._tick >= self._tick_length:
             self._tick = now  # a new shared float object for this tick's entries
         return self._tick
 
-    def put(self, state: ConsumerAllocations) -> None:
-        """Remember ``state`` as the consumer's latest, as of now."""
+    def put(self, state: ConsumerAllocations, *, trusted: bool = True) -> None:
+        """Remember ``state`` as the consumer's latest, as of now.
+
+        :param trusted: False keeps it only as what the client knew, never
+            to be written from, whatever its age.
+        """
         if not self._maxsize:
             return
         with self._lock:
-            entry = _encode(state, self._stamp())
+            entry = _encode(state, self._stamp(trusted))
             self._entries.pop(state.consumer_uuid, None)
             self._entries[state.consumer_uuid] = entry
             if len(self._entries) > self._maxsize:

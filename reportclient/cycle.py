@@ -123,6 +123,10 @@ class WriteCycle:
         self._known_taken = False
         #: Writes whose answer was lost and which may still land.
         self.pending: list[AllocationWrite] = []
+        # The last lost answer's error, and an idempotent operation's write
+        # that may have landed before others changed the consumer again.
+        self._lost: PlacementUnavailable | None = None
+        self._maybe_landed: AllocationWrite | None = None
         #: The last state read from Placement during this operation.
         self.last_read: ConsumerAllocations | None = None
         #: Whether the last failed write was computed from a state just read
@@ -158,12 +162,14 @@ class WriteCycle:
             if not exc.outcome_unknown:
                 raise  # nothing reached Placement; what we knew still holds
             self.pending.append(planned)
+            self._lost = exc
             self._cache.discard(self.consumer)
             return self._after_lost_answer(exc)
         except PlacementError as exc:
             if self.pending:
                 # Refused now, but an earlier write of ours may still land.
-                raise self._unknown(exc.message, self.last_read) from exc
+                refusal = f"{exc.message}; but "
+                raise self._unknown(self.pending[-1], self.last_read, refusal) from exc
             raise
 
     def _after_lost_answer(self, write_error: PlacementUnavailable) -> ConsumerAllocations:
@@ -192,8 +198,9 @@ class WriteCycle:
             return self._read(), True
         found = self._cache.lookup(self.consumer)
         if not self._known_taken:
-            # What this client knew when the operation began: a claim's premise.
-            self._known = None if found is None else found[0]
+            # What this client knew when the operation began: a claim's
+            # premise (None: it takes the consumer for new).
+            self._known = found[0] if found is not None and found[0].exists else None
             self._known_taken = True
         if found is not None and found[1] and (found[0].exists or self._kind is Kind.CLAIM):
             return found[0], False
@@ -256,13 +263,10 @@ class WriteCycle:
                     return state
                 if verdict is Fate.PENDING:
                     still_open.append(write)
+                elif verdict is Fate.UNKNOWN:
+                    self._maybe_landed = write
             elif verdict is Fate.UNKNOWN:
-                raise self._unknown(
-                    f"a write carrying generation {write.consumer_generation} got no answer, "
-                    f"and Placement now holds {_describe(state)}: it may or may not have landed",
-                    state,
-                    write,
-                )
+                raise self._unknown(write, state) from self._lost
             elif verdict is Fate.PENDING:
                 still_open.append(write)
         self.pending[:] = still_open
@@ -279,6 +283,17 @@ class WriteCycle:
         known = self._known
         if known is not None and known.exists and state.allocations == known.allocations:
             return
+        # The read that found the change must not become what this client
+        # knew: a caller retrying blindly would then overwrite it. Reading it
+        # with get_allocations() (or overwrite=True) is how a caller says so.
+        if known is None:
+            self._cache.discard(self.consumer)
+        else:
+            self._cache.put(known, trusted=False)
+        if self._maybe_landed is not None:
+            # "Nothing was overwritten" would be a guess: this claim's own
+            # write may have landed before the other writer's.
+            raise self._unknown(self._maybe_landed, state) from self._lost
         raise ConsumerChanged(
             f"another writer changed the consumer: it holds {_describe(state)}, "
             f"where this client knew {_describe(known)}; nothing was overwritten",
@@ -288,15 +303,20 @@ class WriteCycle:
         )
 
     def _unknown(
-        self,
-        message: str,
-        state: ConsumerAllocations | None,
-        write: AllocationWrite | None = None,
+        self, write: AllocationWrite, state: ConsumerAllocations | None, refusal: str = ""
     ) -> OutcomeUnknown:
+        """The error for ``write``, whose fate ``state`` (None: unread) cannot settle."""
+        lost = self._lost
+        answer = lost.message if lost is not None else "no answer"
+        now = "was not read" if state is None else f"holds {_describe(state)}"
         return OutcomeUnknown(
-            message,
-            sent=write or self.pending[-1],
+            f"{refusal}a write carrying generation {write.consumer_generation} may or may not "
+            f"have landed ({answer}); Placement {now}",
+            sent=write,
             state=state,
+            status=lost.status if lost is not None else None,
+            code=lost.code if lost is not None else None,
+            request_id=lost.request_id if lost is not None else None,
             method="PUT",
             url=f"/allocations/{self.consumer}",
         )
