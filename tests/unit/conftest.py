@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 import requests_mock
+import urllib3
 
 import reportclient
 
@@ -72,6 +74,14 @@ def allocations_body(
     }
 
 
+def refused() -> requests.exceptions.ConnectionError:
+    """What requests raises when nothing listens: urllib3's NewConnectionError inside."""
+    reason = urllib3.exceptions.NewConnectionError(None, "Connection refused")
+    return requests.exceptions.ConnectionError(
+        urllib3.exceptions.MaxRetryError(None, "/", reason=reason)
+    )
+
+
 NO_CONTENT = {"status_code": 204, "text": ""}
 MISSING = {"status_code": 200, "json": {"allocations": {}}}
 
@@ -95,10 +105,47 @@ def sleeps() -> list[float]:
 
 @pytest.fixture
 def client(wire: requests_mock.Mocker, sleeps: list[float]) -> reportclient.PlacementClient:
-    """A client pinned to 1.39 (no negotiation request) that never really sleeps."""
+    """A client pinned to 1.39 (no negotiation request) that never really sleeps.
+
+    Default ``cache_ttl`` (0): every update, release and claim of a consumer it
+    has seen reads first.
+    """
     policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
     return reportclient.PlacementClient.from_endpoint(
         URL, token=TOKEN, retry=policy, microversion="1.39"
+    )
+
+
+class FakeClock:
+    """Monotonic seconds that only move when a test says so."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+#: The trust window the cached_client fixture (and the fake-based equivalents) use.
+CACHE_TTL = 60.0
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def cached_client(
+    wire: requests_mock.Mocker, sleeps: list[float], clock: FakeClock
+) -> reportclient.PlacementClient:
+    """Like ``client``, but trusting a cached state for ``CACHE_TTL`` seconds of ``clock``."""
+    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
+    return reportclient.PlacementClient.from_endpoint(
+        URL, token=TOKEN, retry=policy, microversion="1.39", cache_ttl=CACHE_TTL, clock=clock
     )
 
 

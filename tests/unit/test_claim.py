@@ -41,14 +41,34 @@ def test_fresh_claim_costs_one_request_sent_as_new_consumer(wire, client, consum
     assert state.allocations == {rp: VCPU_1}
 
 
-def test_cached_claim_costs_one_request_carrying_the_cached_generation(wire, client, consumer, rp):
+def test_cached_claim_costs_one_request_carrying_the_cached_generation(
+    wire, cached_client, consumer, rp
+):
     wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    state = cached_client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    assert calls(wire) == [("PUT", f"/allocations/{consumer}")] * 2
+    assert sent(wire, 1)["consumer_generation"] == 1
+    assert state.generation == 2
+    assert cached_client.cached(consumer) == state
+
+
+def test_claim_of_a_seen_consumer_reads_first_by_default(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 1))
     client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
 
     state = client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
 
-    assert len(wire.request_history) == 2
-    assert sent(wire, 1)["consumer_generation"] == 1
+    assert calls(wire) == [
+        ("PUT", f"/allocations/{consumer}"),
+        ("GET", f"/allocations/{consumer}"),
+        ("PUT", f"/allocations/{consumer}"),
+    ]
+    assert sent(wire, 2)["consumer_generation"] == 1
+    assert sent(wire, 2)["allocations"] == {rp: {"resources": {"VCPU": 2}}}
     assert state.generation == 2
     assert client.cached(consumer) == state
 
@@ -76,29 +96,35 @@ def test_get_of_missing_consumer_is_generation_none(wire, client, consumer):
 
 def test_empty_claim_deletes_consumer_in_cache(wire, client, consumer, rp):
     wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 1))
     client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
 
     state = client.claim(consumer, {}, project_id=PROJECT, user_id=USER)
 
-    assert sent(wire, 1)["allocations"] == {}
-    assert sent(wire, 1)["consumer_generation"] == 1
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
+    assert sent(wire, 2)["allocations"] == {}
+    assert sent(wire, 2)["consumer_generation"] == 1
     assert not state.exists
-    # the next write after a delete must expect a new consumer
+    assert not client.cached(consumer).exists
+    # the next write after a delete expects a new consumer, without a read
     client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
-    assert sent(wire, 2)["consumer_generation"] is None
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT", "PUT"]
+    assert sent(wire, 3)["consumer_generation"] is None
 
 
-def test_claim_retries_with_null_after_consumer_was_deleted(wire, client, consumer, rp):
-    """The shelve race: cached generation 1, consumer deleted by another writer."""
+def test_claim_retries_with_null_after_consumer_was_deleted(
+    wire, cached_client, sleeps, consumer, rp
+):
+    """The shelve race: trusted cached generation 1, consumer deleted by another writer."""
     wire.put(
         f"{URL}/allocations/{consumer}",
         [NO_CONTENT, consumer_conflict("null", "1"), NO_CONTENT],
     )
     wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+    cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
     wire.reset_mock()
 
-    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+    state = cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
 
     assert calls(wire) == [
         ("PUT", f"/allocations/{consumer}"),
@@ -108,13 +134,34 @@ def test_claim_retries_with_null_after_consumer_was_deleted(wire, client, consum
     assert sent(wire, 0)["consumer_generation"] == 1
     assert sent(wire, 2)["consumer_generation"] is None
     assert state.generation == 1
+    assert sleeps == [0.0]  # a stale cache is re-read at once
 
 
-def test_unknown_consumer_that_exists_is_reread_and_mutate_sees_its_allocations(
+def test_shelve_race_with_the_default_client_is_a_read_then_a_new_consumer_write(
+    wire, client, sleeps, consumer, rp
+):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+    wire.reset_mock()
+
+    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert calls(wire) == [
+        ("GET", f"/allocations/{consumer}"),
+        ("PUT", f"/allocations/{consumer}"),
+    ]
+    assert sent(wire, 1)["consumer_generation"] is None
+    assert sent(wire, 1)["allocations"] == {rp: {"resources": VCPU_1}}
+    assert state.generation == 1
+    assert sleeps == []
+
+
+def test_update_of_unknown_consumer_reads_first_and_mutate_sees_its_allocations(
     wire, client, consumer, rp
 ):
     other_rp = reportclient.models.validate_uuid("0" * 8 + "-0000-4000-8000-" + "0" * 12)
-    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("3", "None"), NO_CONTENT])
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
     wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({other_rp: {"VCPU": 4}}, 3))
     seen: list[dict] = []
 
@@ -124,9 +171,13 @@ def test_unknown_consumer_that_exists_is_reread_and_mutate_sees_its_allocations(
 
     state = client.update_allocations(consumer, add_one_vcpu, project_id=PROJECT, user_id=USER)
 
-    assert seen == [{}, {other_rp: {"VCPU": 4}}]
-    assert sent(wire, 2)["consumer_generation"] == 3
-    assert sent(wire, 2)["allocations"] == {
+    assert calls(wire) == [
+        ("GET", f"/allocations/{consumer}"),
+        ("PUT", f"/allocations/{consumer}"),
+    ]
+    assert seen == [{other_rp: {"VCPU": 4}}]
+    assert sent(wire, 1)["consumer_generation"] == 3
+    assert sent(wire, 1)["allocations"] == {
         other_rp: {"resources": {"VCPU": 4}},
         rp: {"resources": {"VCPU": 1}},
     }
@@ -194,49 +245,6 @@ def test_capacity_conflict_raises_after_one_request(wire, client, consumer, rp):
     assert "exceed the capacity" in err.value.detail
 
 
-def test_release_of_cached_consumer_sends_empty_write_with_generation(wire, client, consumer, rp):
-    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
-    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
-
-    client.release(consumer)
-
-    assert calls(wire)[1] == ("PUT", f"/allocations/{consumer}")
-    body = sent(wire, 1)
-    assert body["allocations"] == {}
-    assert body["consumer_generation"] == 1
-    assert (body["project_id"], body["user_id"]) == (PROJECT, USER)
-    assert not client.cached(consumer).exists
-    assert not any(m == "DELETE" for m, _ in calls(wire))
-
-
-def test_release_of_unknown_consumer_reads_owner_then_writes(wire, client, consumer, rp):
-    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 5))
-    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
-
-    client.release(consumer)
-
-    assert [m for m, _ in calls(wire)] == ["GET", "PUT"]
-    assert sent(wire, 1)["consumer_generation"] == 5
-
-
-def test_release_of_consumer_already_gone_is_not_an_error(wire, client, consumer):
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-
-    client.release(consumer)
-
-    assert [m for m, _ in calls(wire)] == ["GET"]
-
-
-def test_release_that_loses_to_a_delete_stops_after_reread(wire, client, consumer, rp):
-    wire.put(f"{URL}/allocations/{consumer}", [NO_CONTENT, consumer_conflict("null", "1")])
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
-
-    client.release(consumer)
-
-    assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]
-
-
 def test_cache_size_zero_always_writes_as_new_consumer(wire, sleeps, consumer, rp):
     client = reportclient.PlacementClient.from_endpoint(
         URL,
@@ -254,7 +262,8 @@ def test_cache_size_zero_always_writes_as_new_consumer(wire, sleeps, consumer, r
     assert sent(wire, 1)["consumer_generation"] is None
 
 
-def test_evicted_consumer_costs_a_reread_not_a_wrong_write(wire, sleeps, rp):
+def _evict_first_of_three(wire, sleeps, rp):
+    """A two-entry cache that claimed three consumers: the first one is forgotten."""
     client = reportclient.PlacementClient.from_endpoint(
         URL,
         token="t",
@@ -265,22 +274,43 @@ def test_evicted_consumer_costs_a_reread_not_a_wrong_write(wire, sleeps, rp):
     consumers = [
         reportclient.models.validate_uuid(f"{i:08d}-0000-4000-8000-000000000000") for i in range(3)
     ]
-    matcher = requests_mock.ANY
-    wire.put(matcher, **NO_CONTENT)
+    wire.put(requests_mock.ANY, **NO_CONTENT)
     for c in consumers:
         client.claim(c, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
-
     assert client.cached(consumers[0]) is None
     assert client.cached(consumers[1]) is not None
     assert client.cache_stats().evictions == 1
     wire.put(f"{URL}/allocations/{consumers[0]}", [consumer_conflict("1", "None"), NO_CONTENT])
     wire.get(f"{URL}/allocations/{consumers[0]}", json=allocations_body({rp: VCPU_1}, 1))
     wire.reset_mock()
+    return client, consumers[0]
 
-    client.claim(consumers[0], {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+def test_evicted_consumer_is_forgotten_so_a_claim_over_it_is_consumer_changed(wire, sleeps, rp):
+    client, evicted = _evict_first_of_three(wire, sleeps, rp)
+
+    with pytest.raises(reportclient.ConsumerChanged) as err:
+        client.claim(evicted, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+
+    # sent as new (nothing known), refused, re-read: nothing else written
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET"]
+    assert sent(wire, 0)["consumer_generation"] is None
+    assert err.value.known is None
+    assert err.value.state.allocations == {rp: VCPU_1}
+    assert err.value.state.generation == 1
+
+
+def test_evicted_consumer_is_replaced_with_overwrite(wire, sleeps, rp):
+    client, evicted = _evict_first_of_three(wire, sleeps, rp)
+
+    state = client.claim(
+        evicted, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER, overwrite=True
+    )
 
     assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
     assert sent(wire, 2)["consumer_generation"] == 1
+    assert sent(wire, 2)["allocations"] == {rp: {"resources": {"VCPU": 2}}}
+    assert state.generation == 2
 
 
 def test_emptying_an_unknown_consumer_reads_instead_of_writing(wire, client, consumer):
@@ -311,12 +341,12 @@ def test_update_without_consumer_type_keeps_the_consumers_own(wire, client, cons
     body["consumer_type"] = "MIGRATION"
     wire.get(f"{URL}/allocations/{consumer}", json=body)
     wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
-    client.get_allocations(consumer)
 
     client.update_allocations(
         consumer, reportclient.add_allocations({rp: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
     )
 
+    assert [m for m, _ in calls(wire)] == ["GET", "PUT"]
     assert sent(wire, 1)["consumer_type"] == "MIGRATION"
 
 
@@ -329,16 +359,5 @@ def test_pre_138_unknown_type_is_not_carried_into_a_write(wire, client, consumer
 
     client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
 
-    assert sent(wire, 1)["consumer_type"] == "INSTANCE"
-
-
-def test_release_that_meets_an_invisible_consumer_has_nothing_left_to_do(
-    wire, client, consumer, rp
-):
-    wire.put(f"{URL}/allocations/{consumer}", [NO_CONTENT, consumer_conflict("0", "1")])
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
-
-    client.release(consumer)
-
-    assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]
+    assert [m for m, _ in calls(wire)] == ["GET", "GET", "PUT"]
+    assert sent(wire, 2)["consumer_type"] == "INSTANCE"

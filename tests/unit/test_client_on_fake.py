@@ -8,7 +8,7 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import new_uuid
+from tests.unit.conftest import CACHE_TTL, FakeClock, new_uuid
 
 
 @pytest.fixture
@@ -30,6 +30,19 @@ def sleeps() -> list[float]:
 def client(fake: FakePlacement, sleeps: list[float]) -> reportclient.PlacementClient:
     policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
     return make_client(fake, microversion="1.39", retry=policy)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def cached_client(
+    fake: FakePlacement, sleeps: list[float], clock: FakeClock
+) -> reportclient.PlacementClient:
+    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
+    return make_client(fake, microversion="1.39", retry=policy, cache_ttl=CACHE_TTL, clock=clock)
 
 
 def claim(client, consumer, rp, vcpu=1):
@@ -62,7 +75,12 @@ def test_lost_answer_is_checked_and_not_written_twice(fake, client, rp):
 
     state = claim(client, consumer, rp, vcpu=2)
 
-    assert [r.method for r in fake.requests] == ["PUT", "PUT", "GET"]
+    assert [(r.method, r.fault) for r in fake.requests] == [
+        ("PUT", None),
+        ("GET", None),
+        ("PUT", "lost"),
+        ("GET", None),
+    ]
     assert fake.consumer_generation(consumer) == 2
     assert state.generation == 2
     assert fake.allocations(consumer) == {rp: {"VCPU": 2}}
@@ -82,28 +100,40 @@ def test_proxy_errors_on_a_write_are_checked_then_retried(fake, client, rp):
     assert state.generation == 1
 
 
-def test_another_writer_between_requests_is_seen_by_mutate(fake, client, rp):
-    consumer = new_uuid()
-    other_rp = fake.create_provider(inventory={"VCPU": 8})
-    claim(client, consumer, rp)
+def _other_writer_after_first_get(consumer, rp, other_rp):
+    """A between_requests hook: another writer adds other_rp right after one GET."""
     acted = threading.Event()
-    seen = []
 
     def other_writer(fake_, record):
-        if not acted.is_set():
+        if record.method == "GET" and not acted.is_set():
             acted.set()
             fake_.put_allocations(
                 consumer, {rp: {"VCPU": 1}, other_rp: {"VCPU": 2}}, project_id="p", user_id="u"
             )
 
+    return other_writer
+
+
+def _recording_add_one(rp, seen):
     def mutate(current):
         seen.append({k: dict(v) for k, v in current.allocations.items()})
         return reportclient.add_allocations({rp: {"VCPU": 1}})(current)
 
-    fake.between_requests(other_writer)
-    client.get_allocations(consumer)  # the other writer acts right after this read
+    return mutate
+
+
+def test_another_writer_between_requests_is_seen_by_mutate(fake, cached_client, rp, sleeps):
+    consumer = new_uuid()
+    other_rp = fake.create_provider(inventory={"VCPU": 8})
+    claim(cached_client, consumer, rp)
+    seen: list[dict] = []
+    fake.between_requests(_other_writer_after_first_get(consumer, rp, other_rp))
+    cached_client.get_allocations(consumer)  # the other writer acts right after this read
     fake.reset_requests()
-    state = client.update_allocations(consumer, mutate, project_id="p", user_id="u")
+
+    state = cached_client.update_allocations(
+        consumer, _recording_add_one(rp, seen), project_id="p", user_id="u"
+    )
 
     assert seen == [{rp: {"VCPU": 1}}, {rp: {"VCPU": 1}, other_rp: {"VCPU": 2}}]
     assert [(r.method, r.status) for r in fake.requests] == [
@@ -111,6 +141,33 @@ def test_another_writer_between_requests_is_seen_by_mutate(fake, client, rp):
         ("GET", 200),
         ("PUT", 204),
     ]
+    assert sleeps == [0.0]  # a stale cache: re-read at once
+    assert fake.allocations(consumer) == {rp: {"VCPU": 2}, other_rp: {"VCPU": 2}}
+    assert state.generation == fake.consumer_generation(consumer) == 3
+
+
+def test_another_writer_between_read_and_write_is_seen_by_mutate_by_default(
+    fake, client, rp, sleeps
+):
+    consumer = new_uuid()
+    other_rp = fake.create_provider(inventory={"VCPU": 8})
+    claim(client, consumer, rp)
+    seen: list[dict] = []
+    fake.reset_requests()
+    fake.between_requests(_other_writer_after_first_get(consumer, rp, other_rp))
+
+    state = client.update_allocations(
+        consumer, _recording_add_one(rp, seen), project_id="p", user_id="u"
+    )
+
+    assert seen == [{rp: {"VCPU": 1}}, {rp: {"VCPU": 1}, other_rp: {"VCPU": 2}}]
+    assert [(r.method, r.status) for r in fake.requests] == [
+        ("GET", 200),
+        ("PUT", 409),
+        ("GET", 200),
+        ("PUT", 204),
+    ]
+    assert sleeps == [0.05]  # a write from a fresh read lost: contention, back off
     assert fake.allocations(consumer) == {rp: {"VCPU": 2}, other_rp: {"VCPU": 2}}
     assert state.generation == fake.consumer_generation(consumer) == 3
 
@@ -119,6 +176,7 @@ def test_threads_adding_to_one_consumer_lose_no_update(fake, rp):
     consumer = new_uuid()
     policy = reportclient.default_retry(attempts=100, sleep=lambda _s: None)
     client = make_client(fake, microversion="1.39", retry=policy)
+    claim(client, consumer, rp)  # updates never create the consumer
     start = threading.Barrier(8)
     failures: list[BaseException] = []
 
@@ -142,5 +200,5 @@ def test_threads_adding_to_one_consumer_lose_no_update(fake, rp):
         t.join(timeout=30)
 
     assert failures == []
-    assert fake.allocations(consumer) == {rp: {"VCPU": 40}}
-    assert fake.consumer_generation(consumer) == 40
+    assert fake.allocations(consumer) == {rp: {"VCPU": 41}}
+    assert fake.consumer_generation(consumer) == 41

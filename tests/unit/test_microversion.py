@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from tests.unit.conftest import NO_CONTENT, PROJECT, URL, USER, root_document, sent
+from tests.unit.conftest import (
+    NO_CONTENT,
+    PROJECT,
+    URL,
+    USER,
+    allocations_body,
+    root_document,
+    sent,
+)
 
 
 def unpinned(**kwargs):
@@ -15,14 +23,21 @@ def unpinned(**kwargs):
 def test_negotiates_once_and_uses_highest_common_version(wire, consumer, rp):
     wire.get(URL + "/", json=root_document("1.45"))
     wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
     client = unpinned()
 
     client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
     client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
 
-    assert [r.path for r in wire.request_history].count("/") == 1
-    put = wire.request_history[1]
-    assert put.headers["OpenStack-API-Version"] == "placement 1.39"
+    path = f"/allocations/{consumer}"
+    assert [(r.method, r.path) for r in wire.request_history] == [
+        ("GET", "/"),
+        ("PUT", path),
+        ("GET", path),
+        ("PUT", path),
+    ]
+    for request in wire.request_history[1:]:
+        assert request.headers["OpenStack-API-Version"] == "placement 1.39"
     assert client.microversion == "1.39"
 
 

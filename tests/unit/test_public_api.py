@@ -5,24 +5,34 @@ from __future__ import annotations
 import reportclient
 
 EXPECTED = {
+    "AllocationWrite",
     "Allocations",
     "CONSUMER_GENERATION_VERSION",
     "CONSUMER_TYPE_VERSION",
     "CacheStats",
     "CapacityExceeded",
     "ConsumerAllocations",
+    "ConsumerChanged",
+    "ConsumerGone",
     "DEFAULT_CACHE_SIZE",
+    "DEFAULT_CACHE_TTL",
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_TIMEOUT",
     "GenerationConflict",
     "InvalidInput",
     "MAX_VERSION",
     "MicroversionUnsupported",
+    "Mutation",
     "Mutator",
     "NO_RETRY",
+    "OutcomeUnknown",
     "PlacementClient",
     "PlacementError",
     "PlacementUnavailable",
     "add_allocations",
     "default_retry",
+    "idempotent",
+    "is_idempotent",
     "no_retry",
     "remove_providers",
     "replace_allocations",
@@ -34,6 +44,17 @@ def test_all_lists_exactly_the_public_api():
     assert set(reportclient.__all__) == EXPECTED
     for name in EXPECTED:
         assert hasattr(reportclient, name)
+
+
+def test_error_hierarchy_of_the_write_semantics():
+    assert issubclass(reportclient.ConsumerChanged, reportclient.GenerationConflict)
+    assert issubclass(reportclient.ConsumerGone, reportclient.PlacementError)
+    assert not issubclass(reportclient.ConsumerGone, reportclient.GenerationConflict)
+    assert issubclass(reportclient.OutcomeUnknown, reportclient.PlacementUnavailable)
+
+
+def test_default_cache_ttl_trusts_no_cached_state():
+    assert reportclient.DEFAULT_CACHE_TTL == 0
 
 
 def test_library_does_not_import_its_test_helpers():

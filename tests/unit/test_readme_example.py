@@ -14,7 +14,7 @@ README = pathlib.Path(__file__).resolve().parents[2] / "README.rst"
 def test_unshelve_survives_shelve_offload(fake_placement):
     rp = fake_placement.create_provider(inventory={"VCPU": 8})
     vm = "6f1c1a3e-5b7d-4c2e-9a4f-0d2b8e1c7a55"
-    client = make_client(fake_placement, microversion="1.39")
+    client = make_client(fake_placement, microversion="1.39", cache_ttl=60)
     client.claim(vm, {rp: {"VCPU": 1}}, project_id="p", user_id="u")
     # shelve-offload: another service empties the consumer, deleting it
     fake_placement.put_allocations(vm, {}, project_id="p", user_id="u")

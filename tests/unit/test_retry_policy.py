@@ -8,7 +8,15 @@ import pytest
 import tenacity
 
 import reportclient
-from tests.unit.conftest import MISSING, NO_CONTENT, PROJECT, URL, USER, consumer_conflict
+from tests.unit.conftest import (
+    MISSING,
+    NO_CONTENT,
+    PROJECT,
+    URL,
+    USER,
+    allocations_body,
+    consumer_conflict,
+)
 
 
 def always_conflicting(wire, consumer):
@@ -126,14 +134,20 @@ def test_no_retry_surfaces_the_first_conflict(wire, consumer, rp):
 def test_retries_are_logged_at_warning_with_consumer_and_attempt(
     wire, client, consumer, rp, caplog
 ):
-    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("null", "1"), NO_CONTENT])
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    """A write computed from a state just read lost a race: writers contend."""
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("2", "1"), NO_CONTENT])
 
     with caplog.at_level(logging.WARNING, logger="reportclient"):
-        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+        client.update_allocations(
+            consumer,
+            reportclient.add_allocations({rp: {"VCPU": 1}}),
+            project_id=PROJECT,
+            user_id=USER,
+        )
 
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.levelno for r in warnings] == [logging.WARNING]
     assert consumer in warnings[0].getMessage()
     assert "attempt 1" in warnings[0].getMessage()
 

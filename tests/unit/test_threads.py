@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import requests_mock
 
 import reportclient
-from tests.unit.conftest import NO_CONTENT, PROJECT, USER, new_uuid
+from tests.unit.conftest import NO_CONTENT, PROJECT, URL, USER, allocations_body, new_uuid
 
 THREADS = 8
 CLAIMS_PER_THREAD = 25
@@ -15,6 +16,11 @@ CLAIMS_PER_THREAD = 25
 
 def test_threads_claiming_distinct_consumers_through_one_client(wire, client, rp):
     wire.put(requests_mock.ANY, **NO_CONTENT)
+    # the second claim of each consumer reads first: it holds the first claim
+    wire.get(
+        re.compile(re.escape(URL) + "/allocations/"),
+        json=allocations_body({rp: {"VCPU": 1}}, 1),
+    )
     consumers = [[new_uuid() for _ in range(CLAIMS_PER_THREAD)] for _ in range(THREADS)]
     start = threading.Barrier(THREADS)
     failures: list[BaseException] = []
@@ -35,7 +41,9 @@ def test_threads_claiming_distinct_consumers_through_one_client(wire, client, rp
         t.join(timeout=30)
 
     assert failures == []
-    assert len(wire.request_history) == 2 * THREADS * CLAIMS_PER_THREAD
+    methods = [r.method for r in wire.request_history]
+    assert methods.count("PUT") == 2 * THREADS * CLAIMS_PER_THREAD
+    assert methods.count("GET") == THREADS * CLAIMS_PER_THREAD
     for mine in consumers:
         for c in mine:
             state = client.cached(c)

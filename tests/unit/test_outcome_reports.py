@@ -1,0 +1,118 @@
+"""What an unknown outcome reports: never "nothing written" for a write that may have landed."""
+
+from __future__ import annotations
+
+import pytest
+
+import reportclient
+from reportclient.fixture import FakePlacement, make_client
+from tests.unit.conftest import (
+    PROJECT,
+    URL,
+    USER,
+    allocations_body,
+    calls,
+    new_uuid,
+)
+from tests.unit.test_outcomes_fake import once_after
+
+
+@pytest.fixture
+def fake() -> FakePlacement:
+    return FakePlacement()
+
+
+def test_claim_whose_lost_write_others_then_built_on_is_outcome_unknown_not_consumer_changed(
+    fake, sleeps
+):
+    a = fake.create_provider(inventory={"VCPU": 8})
+    b = fake.create_provider(inventory={"VCPU": 8})
+    consumer = new_uuid()
+    client = make_client(
+        fake, microversion="1.39", retry=reportclient.default_retry(sleep=sleeps.append)
+    )
+    fake.lose_next_response(consumer)
+    # Another writer adds b on top of the claim that landed, before the re-read.
+    once_after(
+        fake,
+        lambda record: record.fault == "lost",
+        lambda f: f.put_allocations(
+            consumer, {**f.allocations(consumer), b: {"VCPU": 4}}, project_id=PROJECT, user_id=USER
+        ),
+    )
+
+    with pytest.raises(reportclient.OutcomeUnknown) as caught:
+        client.claim(consumer, {a: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert not isinstance(caught.value, reportclient.ConsumerChanged)
+    assert caught.value.sent.allocations == {a: {"VCPU": 1}}
+    assert caught.value.sent.consumer_generation is None
+    assert caught.value.state.allocations == {a: {"VCPU": 1}, b: {"VCPU": 4}}
+    assert fake.allocations(consumer) == {a: {"VCPU": 1}, b: {"VCPU": 4}}
+
+
+def test_outcome_unknown_after_a_5xx_carries_its_status_request_id_and_cause(wire, client):
+    consumer, rp = new_uuid(), new_uuid()
+    path = f"{URL}/allocations/{consumer}"
+    wire.get(
+        path,
+        [
+            {"json": allocations_body({rp: {"VCPU": 1}}, 1)},
+            {"json": allocations_body({rp: {"VCPU": 2}}, 2)},
+        ],
+    )
+    wire.put(
+        path,
+        status_code=507,
+        text="<html>Insufficient Storage</html>",
+        headers={"x-openstack-request-id": "req-22222222-2222-4222-8222-222222222222"},
+    )
+
+    with pytest.raises(reportclient.OutcomeUnknown) as caught:
+        client.update_allocations(
+            consumer,
+            reportclient.add_allocations({rp: {"VCPU": 1}}),
+            project_id=PROJECT,
+            user_id=USER,
+        )
+
+    error = caught.value
+    assert [m for m, _ in calls(wire)] == ["GET", "PUT", "GET"]
+    assert (error.status, error.request_id) == (507, "req-22222222-2222-4222-8222-222222222222")
+    assert isinstance(error.__cause__, reportclient.PlacementUnavailable)
+    assert error.__cause__.status == 507
+    assert "Insufficient Storage" in str(error)
+    assert "generation 1 may or may not have landed" in str(error)
+
+
+def test_consumer_changed_over_a_consumer_cached_as_missing_knew_nothing(wire, client):
+    consumer, rp = new_uuid(), new_uuid()
+    path = f"{URL}/allocations/{consumer}"
+    wire.get(
+        path,
+        [
+            {"json": {"allocations": {}}},
+            {"json": allocations_body({rp: {"VCPU": 4}}, 1)},
+        ],
+    )
+    wire.put(
+        path,
+        status_code=409,
+        json={
+            "errors": [
+                {
+                    "status": 409,
+                    "title": "Conflict",
+                    "code": "placement.concurrent_update",
+                    "detail": "consumer generation conflict - expected 1 but got None",
+                }
+            ]
+        },
+    )
+    client.get_allocations(consumer)  # missing
+
+    with pytest.raises(reportclient.ConsumerChanged) as caught:
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    assert caught.value.known is None
+    assert caught.value.state.allocations == {rp: {"VCPU": 4}}

@@ -1,0 +1,106 @@
+"""Releases: an empty write guarded by the generation, never the unsafe DELETE."""
+
+from __future__ import annotations
+
+from tests.unit.conftest import (
+    MISSING,
+    NO_CONTENT,
+    PROJECT,
+    URL,
+    USER,
+    allocations_body,
+    calls,
+    consumer_conflict,
+    sent,
+)
+
+VCPU_1 = {"VCPU": 1, "MEMORY_MB": 512}
+
+
+def test_release_of_cached_consumer_sends_empty_write_with_generation(
+    wire, cached_client, consumer, rp
+):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    cached_client.release(consumer)
+
+    assert calls(wire) == [("PUT", f"/allocations/{consumer}")] * 2
+    body = sent(wire, 1)
+    assert body["allocations"] == {}
+    assert body["consumer_generation"] == 1
+    assert (body["project_id"], body["user_id"]) == (PROJECT, USER)
+    assert not cached_client.cached(consumer).exists
+
+
+def test_release_of_a_seen_consumer_reads_first_by_default(wire, client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 3}}, 2))
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    client.release(consumer)
+
+    assert calls(wire) == [
+        ("PUT", f"/allocations/{consumer}"),
+        ("GET", f"/allocations/{consumer}"),
+        ("PUT", f"/allocations/{consumer}"),
+    ]
+    body = sent(wire, 2)
+    assert body["allocations"] == {}
+    assert body["consumer_generation"] == 2
+    assert (body["project_id"], body["user_id"]) == (PROJECT, USER)
+    assert not client.cached(consumer).exists
+
+
+def test_release_of_unknown_consumer_reads_owner_then_writes(wire, client, consumer, rp):
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 5))
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["GET", "PUT"]
+    assert sent(wire, 1)["consumer_generation"] == 5
+
+
+def test_release_of_consumer_already_gone_is_not_an_error(wire, client, consumer):
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["GET"]
+
+
+def test_release_that_loses_to_a_delete_stops_after_reread(wire, cached_client, consumer, rp):
+    wire.put(f"{URL}/allocations/{consumer}", [NO_CONTENT, consumer_conflict("null", "1")])
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    cached_client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]
+    assert not cached_client.cached(consumer).exists
+
+
+def test_release_of_a_seen_consumer_deleted_meanwhile_is_one_read_by_default(
+    wire, client, consumer, rp
+):
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET"]
+    assert not client.cached(consumer).exists
+
+
+def test_release_that_meets_an_invisible_consumer_has_nothing_left_to_do(
+    wire, cached_client, consumer, rp
+):
+    wire.put(f"{URL}/allocations/{consumer}", [NO_CONTENT, consumer_conflict("0", "1")])
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    cached_client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]

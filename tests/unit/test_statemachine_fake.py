@@ -1,0 +1,153 @@
+"""The Jepsen-style state machine (tests/statemachine.py) against the fake Placement.
+
+Faults come from the fake's own injection: ``lose_next_response`` (reset, timeout),
+``fail_next`` before or after the commit (armed just before the client's PUT by a wrapper
+around the fake's transport adapter), ``delay_next_write(...).apply_after`` the client's re-read,
+and a failing re-read (``fail_next`` armed by a ``between_requests`` hook after the lost write).
+The other writer acts through ``between_requests`` during an operation and through
+``put_allocations``/``delete_allocations`` between operations. Nothing sleeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+
+import reportclient
+from reportclient.fixture import FakePlacement, RequestRecord
+from tests.statemachine import (
+    INVENTORY,
+    PROJECT,
+    TTL,
+    USER,
+    EMPTY,
+    HookedAdapter,
+    PlacementMachine,
+    State,
+    Stats,
+    freeze,
+    thaw,
+)
+
+SETTINGS = settings(
+    max_examples=150,
+    stateful_step_count=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+)
+#: Record labels of an injected fault that shaped an answer.
+FIRED = {"lost", "lost-timeout", "fail", "fail-after-commit", "delayed"}
+#: fail_next(status, applied) armed just before the client's PUT.
+PAGES = {"5xx-before-commit": (503, False), "5xx-after-commit": (500, True)}
+
+
+class FakeBackend:
+    """A fresh FakePlacement with two providers; faults and the other writer on it."""
+
+    def __init__(self) -> None:
+        self.fake = FakePlacement()
+        rps = [self.fake.create_provider(inventory=INVENTORY) for _ in range(2)]
+        self.providers = (rps[0], rps[1])
+        self._page: tuple[int, bool] | None = None
+        self._path = ""
+
+    def client(self, **kwargs: Any) -> reportclient.PlacementClient:
+        session = ks_session.Session(auth=token_endpoint.Token(self.fake.url, self.fake.token))
+        hooked = HookedAdapter(self.fake.transport_adapter(), self._before, lambda *a: None)
+        session.session.mount(self.fake.url + "/", hooked)
+        url = self.fake.url
+        adapter = ks_adapter.Adapter(session, service_type="placement", endpoint_override=url)
+        return reportclient.PlacementClient(adapter, microversion="1.39", **kwargs)
+
+    def read(self, consumer: str) -> tuple[int | None, State]:
+        return self.fake.consumer_generation(consumer), freeze(self.fake.allocations(consumer))
+
+    def write(self, consumer: str, state: State) -> None:
+        if state == EMPTY:
+            assert self.fake.delete_allocations(consumer)
+        else:
+            self.fake.put_allocations(consumer, thaw(state), project_id=PROJECT, user_id=USER)
+
+    def _before(self, method: str, path: str) -> None:
+        if self._page is not None and method == "PUT" and path == self._path:
+            self.fake.fail_next(1, self._page[0], applied=self._page[1])
+            self._page = None
+
+    def arm(self, consumer: str, fault: str, after: int, action: Callable[[], None]) -> None:
+        self.fake.reset_requests()
+        self._path = path = f"/allocations/{consumer}"
+        if fault in ("lost-reset", "failing-reread"):
+            self.fake.lose_next_response(consumer, how="reset")
+        elif fault == "lost-timeout":
+            self.fake.lose_next_response(consumer, how="timeout")
+        elif fault == "slow-write":
+            reread: Callable[[RequestRecord], bool] = lambda r: (r.method, r.path) == ("GET", path)
+            self.fake.delay_next_write(consumer).apply_after(reread)
+        self._page = PAGES.get(fault)
+        if fault == "failing-reread":
+            fail_read = lambda: self.fake.fail_next(1, 503)  # noqa: E731
+            self.fake.between_requests(_once(lambda r: r.fault == "lost", fail_read))
+        if after:
+            self.fake.between_requests(_after_request(after, action))
+
+    def disarm(self) -> tuple[bool, bool]:
+        fired = any(r.fault in FIRED for r in self.fake.requests)
+        self.fake.clear_faults()  # hooks and unfired faults (a held write would be dropped)
+        self._page = None
+        return fired, fired
+
+    def close(self) -> None:
+        self.fake.clear_faults()
+
+
+def _once(
+    matches: Callable[[RequestRecord], bool], action: Callable[[], None]
+) -> Callable[[FakePlacement, RequestRecord], None]:
+    """A between_requests hook running ``action`` after the first record ``matches``."""
+    done: list[bool] = []
+
+    def hook(fake: FakePlacement, record: RequestRecord) -> None:
+        if not done and matches(record):
+            done.append(True)
+            action()
+
+    return hook
+
+
+def _after_request(k: int, action: Callable[[], None]) -> Callable[[FakePlacement, RequestRecord], None]:
+    """A between_requests hook running ``action`` after the client's ``k``-th request."""
+    seen: list[RequestRecord] = []
+
+    def counts(record: RequestRecord) -> bool:
+        if record.fault != "delayed-applied":  # the held write landing is not a request
+            seen.append(record)
+        return len(seen) == k
+
+    return _once(counts, action)
+
+
+@pytest.fixture(scope="module")
+def stats() -> Iterator[Stats]:
+    collected = Stats("state machine on the fake Placement")
+    yield collected
+    print(collected.render())
+    violations = collected.violations()
+    assert violations["applied twice"] == 0
+    assert violations["lost"] == 0
+    assert violations["other violation"] == 0
+
+
+@pytest.mark.parametrize("ttl", [0.0, TTL], ids=["cache_ttl=0", "cache_ttl=60"])
+def test_state_machine_on_the_fake(stats: Stats, ttl: float) -> None:
+    variant = f"cache_ttl={ttl:g}"
+    run_state_machine_as_test(
+        lambda: PlacementMachine(FakeBackend(), ttl, stats, variant), settings=SETTINGS
+    )
