@@ -10,6 +10,7 @@ from typing import Any
 import tenacity
 
 from reportclient import PlacementClient, default_retry
+from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement
 
 PROJECT = "project-functional"
@@ -43,19 +44,6 @@ def make_client(
     return PlacementClient.from_endpoint(
         placement.url, token=token, microversion=microversion, **kwargs
     )
-
-
-class FakeClock:
-    """Monotonic seconds that move only when the test says so (for ``cache_ttl``)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def make_cached_client(

@@ -13,23 +13,11 @@ from typing import Any
 import tenacity
 
 from reportclient import PlacementClient, PlacementError, default_retry
+from reportclient.fixture import FakeClock  # noqa: F401 - re-exported for the tests
 from reportclient.testing import PlacementAdmin
 from tests.functional._helpers import LATEST, held, raw_body
 
 Allocs = dict[str, dict[str, int]]
-
-
-class FakeClock:
-    """Monotonic seconds the test moves by hand (for ``cache_ttl``)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def no_sleep_retry(sleeps: list[float] | None = None, **kwargs: Any) -> tenacity.Retrying:

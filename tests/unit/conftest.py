@@ -13,6 +13,7 @@ import requests_mock
 import urllib3
 
 import reportclient
+from reportclient.fixture import FakeClock
 
 URL = "http://placement.test"
 TOKEN = "s3cr3t-token-value"  # a test token; asserted absent from logs
@@ -114,19 +115,6 @@ def client(wire: requests_mock.Mocker, sleeps: list[float]) -> reportclient.Plac
     return reportclient.PlacementClient.from_endpoint(
         URL, token=TOKEN, retry=policy, microversion="1.39"
     )
-
-
-class FakeClock:
-    """Monotonic seconds that only move when a test says so."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 #: The trust window the cached_client fixture (and the fake-based equivalents) use.
