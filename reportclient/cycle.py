@@ -259,6 +259,10 @@ class WriteCycle:
             verdict = fate(write, state)
             if self._idempotent:
                 if already_holds(state, write.allocations, (write.project_id, write.user_id), None):
+                    if verdict is Fate.PENDING:
+                        # Right, but the write may still land and move the
+                        # generation: do not write from this state later.
+                        self._cache.put(state, trusted=False)
                     self.pending.clear()
                     return state
                 if verdict is Fate.PENDING:

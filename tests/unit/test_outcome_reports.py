@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from reportclient.fixture import FakePlacement, make_client
+from reportclient.fixture import FakeClock, FakePlacement, make_client
 from tests.unit.conftest import (
     PROJECT,
     URL,
@@ -116,3 +116,36 @@ def test_consumer_changed_over_a_consumer_cached_as_missing_knew_nothing(wire, c
 
     assert caught.value.known is None
     assert caught.value.state.allocations == {rp: {"VCPU": 4}}
+
+
+def test_settled_state_is_not_trusted_while_the_clients_own_slow_write_may_still_land(fake, sleeps):
+    a = fake.create_provider(inventory={"VCPU": 8})
+    b = fake.create_provider(inventory={"VCPU": 8})
+    consumer = new_uuid()
+    clock = FakeClock()
+    client = make_client(
+        fake,
+        microversion="1.39",
+        cache_ttl=60,
+        clock=clock,
+        retry=reportclient.default_retry(sleep=sleeps.append),
+    )
+    client.claim(consumer, {a: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    # The verifying write is slow: it lands right after the client's re-read.
+    fake.delay_next_write(consumer).apply_after(
+        lambda record: (record.method, record.path) == ("GET", f"/allocations/{consumer}")
+    )
+
+    state = client.update_allocations(
+        consumer, reportclient.remove_providers([b]), project_id=PROJECT, user_id=USER
+    )
+
+    assert state.allocations == {a: {"VCPU": 1}}
+    assert fake.consumer_generation(consumer) == 2  # the slow write landed after the read
+    fake.reset_requests()
+    client.update_allocations(
+        consumer, reportclient.add_allocations({a: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
+    )
+    # Not written from the stale generation 1: read first, then one write.
+    assert [(r.method, r.status) for r in fake.requests] == [("GET", 200), ("PUT", 204)]
+    assert fake.allocations(consumer) == {a: {"VCPU": 2}}
