@@ -22,6 +22,7 @@ from reportclient.cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
 from reportclient.cycle import Kind, Mutator, WriteCycle
 from reportclient.errors import (
     InvalidInput,
+    PlacementError,
 )
 from reportclient.models import (
     Allocations,
@@ -48,6 +49,9 @@ LOG = logging.getLogger("reportclient")
 
 #: Seconds per request: one number for both, or (connect, read).
 Timeout = float | tuple[float, float]
+
+
+_NO_ALLOCATIONS = "No allocations for consumer"
 
 
 class PlacementClient:
@@ -286,6 +290,39 @@ class PlacementClient:
             consumer_type=None,
             global_request_id=global_request_id,
         )
+
+    def force_release(self, consumer_uuid: str, *, global_request_id: str | None = None) -> bool:
+        """Delete every allocation of a consumer at once, with no generation check.
+
+        ``DELETE /allocations/{consumer}``: one request, for operators' cleanup
+        tools and for callers that mean "whatever it holds, now" (nova does
+        this on shelve-offload and instance delete). It removes allocations
+        written by anyone, including any written after the caller last
+        looked, and it is sent once: a DELETE whose answer is lost
+        (``PlacementUnavailable`` with ``outcome_unknown``) may still land
+        later and remove what was written after it. :meth:`release` is the
+        safe default.
+
+        :returns: True if Placement held allocations, False if it held none.
+        """
+        consumer = validate_uuid(consumer_uuid)
+        try:
+            self._transport.request(
+                "DELETE",
+                f"/allocations/{consumer}",
+                consumer_uuid=consumer,
+                global_request_id=validate_request_id(global_request_id),
+            )
+        except PlacementError as exc:
+            # Placement's words for "nothing to delete"; any other 404 (a
+            # wrong endpoint) is an error, not an empty consumer.
+            if exc.status != 404 or _NO_ALLOCATIONS not in (exc.detail or ""):
+                raise
+            deleted = False
+        else:
+            deleted = True
+        self._cache.put(ConsumerAllocations.missing(consumer))
+        return deleted
 
     def _run(
         self,

@@ -1,0 +1,39 @@
+"""force_release against the real Placement: one DELETE, no generation, whatever is there."""
+
+from __future__ import annotations
+
+from reportclient.testing import EmbeddedPlacement, PlacementAdmin
+from tests.functional._helpers import PROJECT, USER, make_client, new_id, raw_body, wire
+
+
+def test_force_release_deletes_what_another_writer_wrote_in_one_request(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    # Another writer changes it; the forced release does not care.
+    response = placement_admin.put_allocations(
+        consumer, raw_body({compute_node: {"VCPU": 3}}, generation=1)
+    )
+    assert response.status_code == 204
+    real_placement.clear_requests_seen()
+
+    assert client.force_release(consumer) is True
+
+    assert wire(real_placement) == [("DELETE", f"/allocations/{consumer}", 204)]
+    raw = placement_admin.get_allocations(consumer)
+    assert raw == {"allocations": {}}
+    assert placement_admin.usages(compute_node).get("VCPU", 0) == 0
+
+
+def test_force_release_of_a_consumer_placement_does_not_hold_returns_false(
+    real_placement: EmbeddedPlacement,
+) -> None:
+    client = make_client(real_placement)
+    consumer = new_id()
+    real_placement.clear_requests_seen()
+
+    assert client.force_release(consumer) is False
+
+    assert wire(real_placement) == [("DELETE", f"/allocations/{consumer}", 404)]
