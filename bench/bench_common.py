@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -12,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
@@ -156,19 +158,46 @@ def placement_server() -> Iterator[PlacementServer]:
 
 
 class WireCounter:
-    """Counts what the server saw between two points, from its own request log."""
+    """Counts what the server saw between two points, from its own request log.
+
+    Positions are byte offsets into the server's request log (one JSON line per request,
+    flushed before the response is sent), so reading what came after a position costs only
+    the new lines: the lifecycle workload marks every step, and re-reading the whole log each
+    time would grow with the run. Falls back to ``server.requests_seen`` (which re-reads the
+    log) when the log file's location is not known.
+    """
 
     def __init__(self, server: PlacementServer) -> None:
-        """Read counts from ``server.requests_seen``."""
+        """Read counts from ``server``'s request log."""
         self._server = server
+        # A private property of reportclient.testing.PlacementServer; optional.
+        self._path: Path | None = getattr(server, "_requests_file", None)
 
     def mark(self) -> int:
         """A position in the server's request log."""
-        return len(self._server.requests_seen)
+        if self._path is None:
+            return len(self._server.requests_seen)
+        try:
+            return self._path.stat().st_size
+        except FileNotFoundError:
+            return 0
 
     def since(self, position: int) -> list[RequestRecord]:
         """Requests the server served after ``position``."""
-        return self._server.requests_seen[position:]
+        if self._path is None:
+            seen: list[RequestRecord] = self._server.requests_seen[position:]
+            return seen
+        try:
+            with open(self._path, "rb") as fh:
+                fh.seek(position)
+                data = fh.read()
+        except FileNotFoundError:
+            return []
+        return [
+            RequestRecord(**json.loads(line))
+            for line in data.decode("utf-8").splitlines()
+            if line.strip()
+        ]
 
     def count_since(self, position: int, method: str | None = None) -> int:
         """How many requests (of ``method``, if given) the server served after ``position``."""

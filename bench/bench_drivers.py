@@ -48,15 +48,33 @@ class Driver(Protocol):
         """Let the client learn ``consumer`` the way it would in service (may do nothing)."""
 
 
+#: The cache_ttl the "trusting" reportclient variant runs with, and its row name.
+TTL = 60.0
+RC_TTL_NAME = f"reportclient (ttl {TTL:g})"
+
+
 class ReportclientDriver:
-    """reportclient's PlacementClient over a counting keystoneauth1 Adapter, version pinned."""
+    """reportclient's PlacementClient over a counting keystoneauth1 Adapter, version pinned.
 
-    name = "reportclient"
+    ``cache_ttl=0`` (the library's default, row ``reportclient``) reads before every update,
+    release and claim of a consumer it has seen; ``cache_ttl=TTL`` (row
+    ``reportclient (ttl 60)``) writes from a state cached within that many seconds.
+    """
 
-    def __init__(self, url: str, token: str, retry: tenacity.Retrying | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        retry: tenacity.Retrying | None = None,
+        *,
+        cache_ttl: float = 0.0,
+    ) -> None:
         """One client with its own keystoneauth1 Session (and connection pool)."""
+        self.name = "reportclient" if cache_ttl == 0 else f"reportclient (ttl {cache_ttl:g})"
         self.wire: CountingAdapter = make_adapter(url, token)
-        self.client = PlacementClient(self.wire, microversion=MICROVERSION, retry=retry)
+        self.client = PlacementClient(
+            self.wire, microversion=MICROVERSION, retry=retry, cache_ttl=cache_ttl
+        )
 
     def claim(self, consumer: str, rp: str) -> None:
         """``PlacementClient.claim``."""

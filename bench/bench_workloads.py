@@ -1,4 +1,5 @@
-"""Workloads 1-3 against the real Placement: fresh claims, cached updates, the shelve race.
+"""Workloads 1-3 against the real Placement: fresh claims, updates of known consumers, the
+shelve race.
 
 Variants are interleaved in rounds (A B C, B C A, ...) so drift on a shared machine hits
 all of them alike; every figure compared is measured in the same run.
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench_common import PROJECT, USER, WireCounter, latency_ms, percentile
-from bench_drivers import CONSUMER_TYPE, Driver
+from bench_drivers import CONSUMER_TYPE, RC_TTL_NAME, Driver
 
 from reportclient.testing import PlacementAdmin
 
@@ -63,14 +64,21 @@ def run_interleaved(
     action: Callable[[Driver, str], None],
     rounds: int,
     wire: WireCounter,
+    setup: dict[str, Callable[[Driver, Sequence[str]], None]] | None = None,
 ) -> dict[str, Tally]:
-    """Run ``action(driver, consumer)`` over each driver's consumers, round-robin."""
+    """Run ``action(driver, consumer)`` over each driver's consumers, round-robin.
+
+    ``setup[name](driver, consumers)``, when given, runs unmeasured (and uncounted) just
+    before that driver's chunk of each round.
+    """
     tallies = {d.name: Tally() for d in drivers}
     parts = {d.name: _chunks(jobs[d.name], rounds) for d in drivers}
     for r in range(rounds):
         shift = r % len(drivers)
         for driver in [*drivers[shift:], *drivers[:shift]]:
             tally = tallies[driver.name]
+            if setup and driver.name in setup:
+                setup[driver.name](driver, parts[driver.name][r])
             position = wire.mark()
             before = Counter(driver.wire.counts)
             began = time.perf_counter()
@@ -120,15 +128,48 @@ def cached_updates(
     n: int,
     rounds: int,
     wire: WireCounter,
+    claim_first: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Workload 2: each driver adds one VCPU to ``n`` consumers it claimed in workload 1."""
-    jobs = {d.name: consumers[d.name][:n] for d in drivers}
-    tallies = run_interleaved(drivers, jobs, lambda d, c: d.update(c, rp), rounds, wire)
+    """Workload 2: each driver adds one VCPU to ``n`` consumers it claimed itself.
+
+    ``consumers`` holds each driver's own from workload 1. The drivers named in
+    ``claim_first`` instead claim new consumers, unmeasured, just before each of their
+    rounds: a client trusting its cache for a few seconds is measured within them.
+    """
+    jobs: dict[str, Sequence[str]] = {
+        d.name: (
+            [str(uuid.uuid4()) for _ in range(n)]
+            if d.name in claim_first
+            else consumers[d.name][:n]
+        )
+        for d in drivers
+    }
+
+    def claim_all(driver: Driver, chunk: Sequence[str]) -> None:
+        for consumer in chunk:
+            driver.claim(consumer, rp)
+
+    tallies = run_interleaved(
+        drivers,
+        jobs,
+        lambda d, c: d.update(c, rp),
+        rounds,
+        wire,
+        setup=dict.fromkeys(claim_first, claim_all),
+    )
     return {
         "n": min(len(j) for j in jobs.values()),
         "rounds": rounds,
         "variants": {name: t.summary("update") for name, t in tallies.items()},
     }
+
+
+#: Workload 3's reportclient rows: the default client reads first, so the other writer's
+#: delete lands before its GET; the trusting client writes from its cache at once.
+RACE_RC = "reportclient: writer before its GET"
+RACE_RC_TTL = f"{RC_TTL_NAME}: writer before its PUT"
+RACE_NOVA_BETWEEN = "nova: writer between its GET and PUT"
+RACE_NOVA_BEFORE = "nova: writer before its GET"
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 Usage: ``python bench/run.py [--quick] [--json PATH] [--with-nova]``
 
-Workloads 1-4 run against the real Placement in a separate process; workloads 5 (CPU with
-the transport stubbed) and 6 (cache memory, in child processes) need no server. Every
+Workloads 1-4 and 7 (an instance's lifecycle, nova's way) run against the real Placement in
+a separate process; workloads 5 (CPU with the transport stubbed) and 6 (cache memory, in
+child processes) need no server. reportclient runs with its default ``cache_ttl=0`` and,
+where the cache changes the request count (2, 3, 4, 7), also with ``cache_ttl=60``. Every
 comparison is measured side by side in the same run and printed as a ratio.
 """
 
@@ -35,6 +37,7 @@ from bench_common import (  # noqa: E402
 )
 from bench_contention import contention  # noqa: E402
 from bench_drivers import (  # noqa: E402
+    TTL,
     BareDriver,
     Driver,
     KeystoneauthDriver,
@@ -43,8 +46,17 @@ from bench_drivers import (  # noqa: E402
     ReportclientDriver,
     load_nova,
 )
+from bench_lifecycle import lifecycle  # noqa: E402
 from bench_report import render, targets  # noqa: E402
-from bench_workloads import cached_updates, fresh_claims, shelve_race  # noqa: E402
+from bench_workloads import (  # noqa: E402
+    RACE_NOVA_BEFORE,
+    RACE_NOVA_BETWEEN,
+    RACE_RC,
+    RACE_RC_TTL,
+    cached_updates,
+    fresh_claims,
+    shelve_race,
+)
 
 from reportclient import DEFAULT_CACHE_SIZE  # noqa: E402
 from reportclient.testing import PlacementAdmin  # noqa: E402
@@ -61,6 +73,8 @@ FULL: dict[str, Any] = {
     "w5_repeats": 15,
     "w6_bytes_n": DEFAULT_CACHE_SIZE,
     "w6_rss": [DEFAULT_CACHE_SIZE, 1_000_000],
+    "w7_n": 40,
+    "w7_budget": 60.0,
 }
 QUICK: dict[str, Any] = {
     "w1_n": 40,
@@ -74,6 +88,8 @@ QUICK: dict[str, Any] = {
     "w5_repeats": 5,
     "w6_bytes_n": 20_000,
     "w6_rss": [DEFAULT_CACHE_SIZE],
+    "w7_n": 8,
+    "w7_budget": 20.0,
 }
 
 
@@ -103,6 +119,7 @@ def _server_workloads(
         wire = WireCounter(server)
         rp = admin.create_provider(inventory=INVENTORY)
         rc = ReportclientDriver(url, token)
+        rc_ttl = ReportclientDriver(url, token, cache_ttl=TTL)
         bare_put = BareDriver(url, token, get_first=False)
         bare_get_put = BareDriver(url, token, get_first=True)
         ks_put = KeystoneauthDriver(url, token)
@@ -121,26 +138,52 @@ def _server_workloads(
         results["fresh_claims"] = w1
 
         _progress("workload 2: updates of known consumers", began)
+        # Fresh claims do not depend on cache_ttl, so the trusting client claims its own
+        # consumers just before each of its rounds (unmeasured), well within its ttl.
         results["cached_updates"] = cached_updates(
-            [rc, bare_get_put, *extra], consumers, rp, sizes["w2_n"], sizes["rounds"], wire
+            [rc, rc_ttl, bare_get_put, *extra],
+            consumers,
+            rp,
+            sizes["w2_n"],
+            sizes["rounds"],
+            wire,
+            claim_first=[rc_ttl.name],
         )
 
         _progress("workload 3: shelve race", began)
         race_rp = admin.create_provider(inventory=INVENTORY)
-        variants: list[tuple[str, Driver, bool]] = [("reportclient", rc, True)]
+        variants: list[tuple[str, Driver, bool]] = [
+            (RACE_RC, rc, False),
+            (RACE_RC_TTL, rc_ttl, True),
+        ]
         if nova_driver is not None:
             variants += [
-                ("nova: other writer between its GET and PUT", nova_driver, True),
-                ("nova: other writer before its GET", nova_driver, False),
+                (RACE_NOVA_BETWEEN, nova_driver, True),
+                (RACE_NOVA_BEFORE, nova_driver, False),
             ]
         results["shelve_race"] = shelve_race(variants, admin, race_rp, sizes["w3_n"], wire)
 
         _progress("workload 4: contention", began)
-        factories: dict[str, Any] = {"reportclient": lambda: ReportclientDriver(url, token)}
+        factories: dict[str, Any] = {
+            rc.name: lambda: ReportclientDriver(url, token),
+            rc_ttl.name: lambda: ReportclientDriver(url, token, cache_ttl=TTL),
+        }
         if nova is not None:
             factories["nova"] = lambda: NovaDriver(nova, url, token)
         results["contention"] = contention(
             sizes["w4_clients"], sizes["w4_total"], sizes["w4_budgets"], factories, admin, wire
+        )
+
+        _progress("workload 7: instance lifecycle", began)
+        results["lifecycle"] = lifecycle(
+            url,
+            token,
+            nova,
+            admin,
+            wire,
+            sizes["w7_n"],
+            budget=sizes["w7_budget"],
+            progress=lambda m: _progress(m, began),
         )
         admin.close()
     return results
