@@ -46,7 +46,8 @@ scheduler/utils.py, compute/manager.py, compute/resource_tracker.py):
 4. shelve-offload (on A).
    nova: compute A ``delete_allocation_for_instance(instance, force=True)``: one ``DELETE
    /allocations`` without a generation, which removes whatever is there.
-   reportclient: compute A ``release(instance)``: generation-guarded, never the DELETE.
+   reportclient: compute A ``force_release(instance)``: the same unguarded DELETE, since that
+   is what nova means here (the guarded ``release`` costs GET + PUT, one request more).
 5. unshelve on A, by the scheduler that booted it: the shelve race's setup (its last view
    of the instance predates the offload).
    nova: scheduler ``claim_resources(instance, alloc_req A)``.
@@ -55,7 +56,7 @@ scheduler/utils.py, compute/manager.py, compute/resource_tracker.py):
    nova: compute A ``delete_allocation_for_instance(instance, force=True)`` (nova's choice
    with the default ``reclaim_instance_interval=0``; with deferred delete it passes
    ``force=False``: GET + PUT).
-   reportclient: compute A ``release(instance)``.
+   reportclient: compute A ``force_release(instance)``, as for shelve-offload.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ MAPPING: dict[str, dict[str, str]] = {
         "compute-B remove_provider_tree_from_instance_allocation(inst, B)",
     },
     "shelve-offload": {
-        RC: "compute-A release(inst)",
+        RC: "compute-A force_release(inst) [release(inst): GET + PUT]",
         NOVA: "compute-A delete_allocation_for_instance(inst, force=True)",
     },
     "unshelve on A": {
@@ -120,7 +121,7 @@ MAPPING: dict[str, dict[str, str]] = {
         NOVA: "sched claim_resources(inst, A)",
     },
     "delete": {
-        RC: "compute-A release(inst)",
+        RC: "compute-A force_release(inst) [release(inst): GET + PUT]",
         NOVA: "compute-A delete_allocation_for_instance(inst, force=True)",
     },
 }
@@ -183,13 +184,13 @@ class _ReportclientCloud:
         )
 
     def shelve_offload(self, inst: str, mig: str) -> None:
-        self.compute["A"].release(inst)
+        self.compute["A"].force_release(inst)
 
     def unshelve(self, inst: str, mig: str) -> None:
         self._claim(inst, "A")
 
     def delete(self, inst: str, mig: str) -> None:
-        self.compute["A"].release(inst)
+        self.compute["A"].force_release(inst)
 
 
 class _NovaCloud:
