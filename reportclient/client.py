@@ -1,14 +1,13 @@
 """PlacementClient: read and claim a consumer's allocations, safely under races.
 
-Every write is one read -> compute -> write cycle. The read is free when the
-cache knows the consumer (or when it is assumed new); on a generation
-conflict or a lost answer the next cycle reads from Placement, so a retry
-never replays a body built from stale state.
+Every write is one read -> compute -> write cycle under the invariants in
+:mod:`reportclient.cycle`. The read is free for a consumer taken for new, or
+cached within ``cache_ttl``; after a conflict or a lost answer the next cycle
+reads from Placement, so a retry never replays a body built from stale state.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -45,7 +44,6 @@ from reportclient.transport import (
 
 __all__ = ["Mutator", "PlacementClient"]
 
-LOG = logging.getLogger("reportclient")
 
 #: Seconds per request: one number for both, or (connect, read).
 Timeout = float | tuple[float, float]
