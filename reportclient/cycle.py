@@ -173,8 +173,11 @@ class WriteCycle:
             raise
 
     def _after_lost_answer(self, write_error: PlacementUnavailable) -> ConsumerAllocations:
-        """Look at once; settle the operation if the read proves enough, else retry later."""
-        self._need_read = True
+        """Look at once; settle the operation if the read proves enough, else retry later.
+
+        If this read fails, the next attempt reads first anyway: an open
+        write in ``pending`` makes it.
+        """
         try:
             reread = self._read()
         except PlacementUnavailable:

@@ -46,14 +46,12 @@ def fate(write: AllocationWrite, state: ConsumerAllocations) -> Fate:
         return Fate.UNKNOWN  # deleted since, before or after the write landed
     if state.generation == sent:
         return Fate.PENDING
-    if (
-        state.generation == sent + 1
-        and write.allocations
-        and state.allocations != write.allocations
+    # Exactly one write since N. Had it been this one, Placement would hold
+    # its allocations (or, for an empty write, no consumer at all).
+    if state.generation == sent + 1 and (
+        not write.allocations or state.allocations != write.allocations
     ):
         return Fate.NOT_LANDED
-    if state.generation == sent + 1 and not write.allocations:
-        return Fate.NOT_LANDED  # had it landed, the consumer would be gone
     return Fate.UNKNOWN
 
 
