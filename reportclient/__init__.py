@@ -7,19 +7,37 @@ consumer, recomputing the allocations and writing again.
 """
 
 from reportclient.cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
+from reportclient.candidates import (
+    AllocationCandidates,
+    AllocationRequest,
+    CandidatesQuery,
+    ProviderSummary,
+    RequestGroup,
+    ResourceSummary,
+    any_of,
+)
 from reportclient.client import Mutator, PlacementClient
 from reportclient.errors import (
+    CannotDeleteParent,
     CapacityExceeded,
     ConsumerChanged,
     ConsumerGone,
+    DuplicateName,
     GenerationConflict,
     InvalidInput,
+    InventoryInUse,
     MicroversionUnsupported,
+    NothingToMove,
     OutcomeUnknown,
+    PlacementAuthError,
+    PlacementEndpointError,
     PlacementError,
     PlacementUnavailable,
+    ProviderInUse,
+    ProviderNotFound,
 )
 from reportclient.models import Allocations, AllocationWrite, ConsumerAllocations
+from reportclient.moves import Move
 from reportclient.mutators import (
     Mutation,
     add_allocations,
@@ -28,6 +46,18 @@ from reportclient.mutators import (
     remove_providers,
     replace_allocations,
 )
+from reportclient.provider_fields import InventoryMutator
+from reportclient.provider_models import (
+    Inventory,
+    ProviderAggregates,
+    ProviderInventories,
+    ProviderTraits,
+    ProviderWrite,
+    ResourceProvider,
+)
+from reportclient.providers import REPARENT_VERSION, ProviderClient
+from reportclient.reconcile import ProviderSpec, ReconcileReport
+from reportclient.reshaper import RESHAPER_VERSION, Reshape, ReshapeState
 from reportclient.retry import NO_RETRY, default_retry, no_retry, wait_full_jitter
 from reportclient.transport import (
     CONSUMER_GENERATION_VERSION,
@@ -36,6 +66,7 @@ from reportclient.transport import (
     DEFAULT_TIMEOUT,
     MAX_VERSION,
 )
+from reportclient.usages import ConsumerTypeUsages, ProjectUsages, ProviderUsages
 
 __all__ = [
     "CONSUMER_GENERATION_VERSION",
@@ -46,23 +77,56 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_VERSION",
     "NO_RETRY",
+    "REPARENT_VERSION",
+    "RESHAPER_VERSION",
+    "AllocationCandidates",
+    "AllocationRequest",
     "AllocationWrite",
     "Allocations",
     "CacheStats",
+    "CandidatesQuery",
+    "CannotDeleteParent",
     "CapacityExceeded",
     "ConsumerAllocations",
     "ConsumerChanged",
     "ConsumerGone",
+    "ConsumerTypeUsages",
+    "DuplicateName",
     "GenerationConflict",
     "InvalidInput",
+    "Inventory",
+    "InventoryInUse",
+    "InventoryMutator",
     "MicroversionUnsupported",
+    "Move",
     "Mutation",
     "Mutator",
+    "NothingToMove",
     "OutcomeUnknown",
+    "PlacementAuthError",
     "PlacementClient",
+    "PlacementEndpointError",
     "PlacementError",
     "PlacementUnavailable",
+    "ProjectUsages",
+    "ProviderAggregates",
+    "ProviderClient",
+    "ProviderInUse",
+    "ProviderInventories",
+    "ProviderNotFound",
+    "ProviderSpec",
+    "ProviderSummary",
+    "ProviderTraits",
+    "ProviderUsages",
+    "ProviderWrite",
+    "ReconcileReport",
+    "RequestGroup",
+    "Reshape",
+    "ReshapeState",
+    "ResourceProvider",
+    "ResourceSummary",
     "add_allocations",
+    "any_of",
     "default_retry",
     "idempotent",
     "is_idempotent",

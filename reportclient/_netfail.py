@@ -77,8 +77,12 @@ class TransportFailure(Exception):
 class Kind(Enum):
     """What a failure says about the request."""
 
-    #: refused before the wire (auth plugin, endpoint lookup, bad header)
+    #: refused before the wire (a bad header, a Keystone 5xx)
     NOT_SENT = "not sent"
+    #: not sent: no auth plugin, or Keystone refused the credentials
+    AUTH = "auth"
+    #: not sent: Placement is not in the catalog, or version discovery failed
+    ENDPOINT = "endpoint"
     #: no connection was made: refused, connect timeout, bad certificate
     CONNECT = "connect"
     #: the request went out and no answer came in time
@@ -89,11 +93,57 @@ class Kind(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A classified failure: its kind, the telling message, the safe cause."""
+    """A classified failure: its kind, the telling message, the safe cause.
+
+    ``original`` is keystoneauth's own exception for the kinds callers
+    already catch by type (auth, endpoint), cut loose from anything that
+    reaches a credential (:func:`_detach`).
+    """
 
     kind: Kind
     detail: str
     cause: TransportFailure
+    original: BaseException | None = None
+
+    @property
+    def raised(self) -> BaseException:
+        """What the typed error is raised from: keystoneauth's exception, or the safe text."""
+        return self.original if self.original is not None else self.cause
+
+
+# Failures keystoneauth raises before anything reaches Placement, by what
+# the operator has to fix. A 4xx HttpError here can only be Keystone's
+# answer to the auth plugin: Placement's own answers are never raised.
+_ENDPOINT_FAILURES = (ks_exc.CatalogException, ks_exc.DiscoveryFailure)
+_AUTH_FAILURES = (ks_exc.AuthPluginException, ks_exc.AuthorizationFailure, ks_exc.HTTPClientError)
+
+
+# What a keystoneauth exception may keep: its words, status and request id.
+_SAFE_ATTRIBUTES = frozenset({"http_status", "request_id", "method", "retry_after"})
+
+
+def _detach(exc: ks_exc.ClientException, safe: TransportFailure) -> ks_exc.ClientException:
+    """``exc`` stripped of whatever can reach a credential, chained to ``safe``.
+
+    A Keystone HttpError keeps the response to the token request, whose body
+    holds the password; the traceback's frames and the implicit context
+    reach requests' PreparedRequest and its token; a plugin may hang anything
+    on its exception. Only the type, the redacted message and the
+    attributes in ``_SAFE_ATTRIBUTES`` stay, so ``except keystoneauth1...``
+    and reading ``http_status`` or ``request_id`` work as before.
+    """
+    text = _message(exc)
+    url = getattr(exc, "url", None)
+    for name in [name for name in vars(exc) if name not in _SAFE_ATTRIBUTES]:
+        delattr(exc, name)
+    if isinstance(url, str):
+        setattr(exc, "url", redact(url))  # noqa: B010 - not every ClientException has one
+    exc.args = (text,)
+    exc.message = text
+    exc.__traceback__ = None
+    exc.__context__ = None
+    exc.__cause__ = safe
+    return exc
 
 
 def redact(text: str) -> str:
@@ -185,12 +235,16 @@ def classify(exc: BaseException, ambient: BaseException | None = None) -> Failur
     """
     chain = _walk(exc, ambient)
     telling: BaseException
-    if isinstance(exc, ks_exc.ClientException) and not isinstance(exc, ks_exc.ConnectionError):
+    if isinstance(exc, _ENDPOINT_FAILURES):
+        kind, telling = Kind.ENDPOINT, exc
+    elif isinstance(exc, _AUTH_FAILURES):
+        kind, telling = Kind.AUTH, exc
+    elif isinstance(exc, ks_exc.ClientException) and not isinstance(exc, ks_exc.ConnectionError):
         kind, telling = Kind.NOT_SENT, exc
     else:
         kind, telling = _kind(chain)
     detail = _message(telling)
-    if kind is Kind.NOT_SENT:
+    if kind in (Kind.NOT_SENT, Kind.AUTH, Kind.ENDPOINT):
         detail = f"{type(telling).__name__}: {detail}"
     parts: list[str] = []
     previous = None
@@ -200,6 +254,8 @@ def classify(exc: BaseException, ambient: BaseException | None = None) -> Failur
         parts.append(_name(item) if message in ("", previous) else f"{_name(item)}: {message}")
         previous = message
     cause = TransportFailure(" <- ".join(parts), tuple(_name(item) for item in chain))
+    if kind in (Kind.AUTH, Kind.ENDPOINT) and isinstance(exc, ks_exc.ClientException):
+        return Failure(kind, detail, cause, _detach(exc, cause))
     return Failure(kind, detail, cause)
 
 

@@ -9,7 +9,7 @@ reads from Placement, so a retry never replays a body built from stale state.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import tenacity
@@ -18,6 +18,7 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
 from reportclient.cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats, ConsumerCache
+from reportclient.candidates import AllocationRequest
 from reportclient.cycle import Kind, Mutator, WriteCycle
 from reportclient.errors import (
     InvalidInput,
@@ -32,14 +33,19 @@ from reportclient.models import (
     validate_uuid,
 )
 from reportclient.mutators import is_idempotent
+from reportclient.providers import ProviderClient
 from reportclient.retry import default_retry, run_attempts
+from reportclient.scheduling import SchedulingOps
 from reportclient.transport import (
     DEFAULT_POOL_SIZE,
     DEFAULT_TIMEOUT,
+    UNTYPED_VERSION,
+    Microversion,
     Transport,
     format_version,
     size_pool,
     validate_request_id,
+    validate_timeout,
 )
 
 __all__ = ["Mutator", "PlacementClient"]
@@ -52,7 +58,7 @@ Timeout = float | tuple[float, float]
 _NO_ALLOCATIONS = "No allocations for consumer"
 
 
-class PlacementClient:
+class PlacementClient(SchedulingOps):
     """Conflict-safe access to consumers' allocations in Placement.
 
     Thread-safe: one client may serve many scheduler threads.
@@ -90,6 +96,9 @@ class PlacementClient:
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
         self._retry = retry if retry is not None else default_retry()
+        self._providers = ProviderClient(
+            self._transport, retry=self._retry, cache_ttl=cache_ttl, clock=clock
+        )
 
     @classmethod
     def from_session(
@@ -147,12 +156,19 @@ class PlacementClient:
             threads sharing the client open no connection beyond the pool).
         """
         auth = token_endpoint.Token(url, token) if token is not None else None
-        session = ks_session.Session(auth=auth)
+        # The Session's timeout is what bounds keystoneauth's version discovery.
+        timeout = max(validate_timeout(kwargs.get("timeout", DEFAULT_TIMEOUT)))
+        session = ks_session.Session(auth=auth, timeout=timeout)
         return cls.from_session(session, endpoint_override=url, pool_size=pool_size, **kwargs)
 
     def __repr__(self) -> str:
         stats = self._cache.stats()
         return f"<PlacementClient {self._transport!r} cache {stats.size}/{stats.maxsize}>"
+
+    @property
+    def providers(self) -> ProviderClient:
+        """Resource providers, inventories, traits, aggregates, reconcile and reshape."""
+        return self._providers
 
     @property
     def microversion(self) -> str:
@@ -178,12 +194,17 @@ class PlacementClient:
         :param global_request_id: ``req-<uuid4>`` for this call, overriding
             the client's (every call below takes it too).
         """
-        consumer_uuid = validate_uuid(consumer_uuid)
+        return self._read(validate_uuid(consumer_uuid), validate_request_id(global_request_id))
+
+    def _read(
+        self, consumer_uuid: str, request_id: str | None, at_most: Microversion | None = None
+    ) -> ConsumerAllocations:
         reply = self._transport.request(
             "GET",
             f"/allocations/{consumer_uuid}",
             consumer_uuid=consumer_uuid,
-            global_request_id=validate_request_id(global_request_id),
+            global_request_id=request_id,
+            at_most=at_most,
         )
         state = ConsumerAllocations.from_json(consumer_uuid, reply.body or {})
         self._cache.put(state)
@@ -192,12 +213,13 @@ class PlacementClient:
     def claim(
         self,
         consumer_uuid: str,
-        allocations: Allocations,
+        allocations: Allocations | AllocationRequest,
         *,
         project_id: str,
         user_id: str,
         consumer_type: str | None = None,
         overwrite: bool = False,
+        mappings: Mapping[str, Sequence[str]] | None = None,
         global_request_id: str | None = None,
     ) -> ConsumerAllocations:
         """Make the consumer hold exactly ``allocations``, creating it if needed.
@@ -208,6 +230,10 @@ class PlacementClient:
 
         :param overwrite: replace whatever the consumer holds, even
             allocations this client never saw (last writer wins).
+        :param allocations: may be an :class:`AllocationRequest` from
+            :meth:`get_allocation_candidates`; its ``mappings`` go along.
+        :param mappings: request group suffix -> providers (what a
+            candidate's ``mappings`` says), sent from microversion 1.34.
         :raises InvalidInput: before any request, for malformed input.
         :raises ConsumerChanged: another writer changed the consumer; nothing
             was overwritten.
@@ -216,6 +242,9 @@ class PlacementClient:
         :raises OutcomeUnknown: the policy gave up while a write may still land.
         :raises PlacementUnavailable: Placement stayed unreachable.
         """
+        if isinstance(allocations, AllocationRequest):
+            mappings = allocations.mappings if mappings is None else mappings
+            allocations = allocations.allocations
         return self._run(
             consumer_uuid,
             normalize_allocations(allocations),
@@ -225,6 +254,7 @@ class PlacementClient:
             owner=(project_id, user_id),
             consumer_type=consumer_type,
             global_request_id=global_request_id,
+            mappings=_mappings(mappings),
         )
 
     def update_allocations(
@@ -333,25 +363,45 @@ class PlacementClient:
         consumer_type: str | None,
         global_request_id: str | None,
         overwrite: bool = False,
+        mappings: dict[str, tuple[str, ...]] | None = None,
     ) -> ConsumerAllocations:
         """Validate, then run a write cycle's attempts under the retry policy."""
         consumer = validate_uuid(consumer_uuid)
         if owner is not None:
             validate_owner(*owner)
+        ctype = None if consumer_type is None else validate_consumer_type(consumer_type)
         cycle = WriteCycle(
             self._transport,
             self._cache,
-            self._read_for_cycle,
+            # Without a type to compare, the cycle's reads need none either
+            # (see UNTYPED_VERSION): they go at a version without types.
+            self._read_for_cycle if ctype is not None else self._read_untyped,
             consumer,
             mutate,
             kind=kind,
             idempotent=idempotent,
             overwrite=overwrite,
             owner=owner,
-            ctype=None if consumer_type is None else validate_consumer_type(consumer_type),
+            ctype=ctype,
             request_id=validate_request_id(global_request_id),
+            mappings=mappings,
         )
         return run_attempts(cycle, self._retry)
 
     def _read_for_cycle(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
-        return self.get_allocations(consumer, global_request_id=request_id)
+        return self._read(consumer, request_id)
+
+    def _read_untyped(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
+        return self._read(consumer, request_id, UNTYPED_VERSION)
+
+
+def _mappings(given: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]] | None:
+    """Validate a candidate's ``mappings``: group suffix -> provider uuids."""
+    if not given:
+        return None
+    if not isinstance(given, Mapping):
+        raise InvalidInput(f"mappings must map group suffixes to provider uuids, got {given!r}")
+    return {
+        str(group): tuple(validate_uuid(rp, "resource provider uuid") for rp in rps)
+        for group, rps in given.items()
+    }

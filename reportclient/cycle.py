@@ -30,10 +30,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from reportclient.cache import ConsumerCache
+from reportclient.candidates import MAPPINGS_VERSION
 from reportclient.errors import (
     ConsumerChanged,
     ConsumerGone,
@@ -46,11 +47,10 @@ from reportclient.models import (
     Allocations,
     AllocationWrite,
     ConsumerAllocations,
-    is_valid_name,
     normalize_allocations,
 )
 from reportclient.outcome import Fate, already_holds, fate
-from reportclient.transport import CONSUMER_TYPE_VERSION, Transport
+from reportclient.transport import CONSUMER_TYPE_VERSION, UNTYPED_VERSION, Transport
 
 __all__ = ["Kind", "Mutator", "Reader", "WriteCycle"]
 
@@ -104,6 +104,7 @@ class WriteCycle:
         owner: tuple[str, str] | None,
         ctype: str | None,
         request_id: str | None,
+        mappings: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self._transport = transport
         self._cache = cache
@@ -116,6 +117,7 @@ class WriteCycle:
         self._owner = owner
         self._ctype = ctype
         self._request_id = request_id
+        self._mappings = mappings  # an allocation candidate's, sent along (1.34+)
         self._need_read = False
         self._prefetched: ConsumerAllocations | None = None
         self._hint: int | None = None
@@ -132,6 +134,24 @@ class WriteCycle:
         #: Whether the last failed write was computed from a state just read
         #: (a conflict then means writers contend, not that a cache was stale).
         self.contended = False
+
+    @property
+    def subject(self) -> str:
+        """What this operation writes, for logs."""
+        return f"consumer {self.consumer}"
+
+    def still_pending(self, exc: PlacementError) -> OutcomeUnknown:
+        """The error for giving up (``exc``) while a write of ours may still land."""
+        return OutcomeUnknown(
+            f"gave up while a write whose answer was lost may still land: {exc.message}",
+            sent=self.pending[-1],
+            state=self.last_read,
+            status=exc.status,
+            code=exc.code,
+            request_id=exc.request_id,
+            method="PUT",
+            url=f"/allocations/{self.consumer}",
+        )
 
     def attempt(self, number: int) -> ConsumerAllocations:
         """Run attempt ``number``; return the consumer's state once it holds what was asked.
@@ -150,7 +170,7 @@ class WriteCycle:
         if isinstance(planned, ConsumerAllocations):
             return planned
         try:
-            return self._write(planned, send_type)
+            return self._write(planned, send_type, current.consumer_type)
         except GenerationConflict as exc:
             self._cache.discard(self.consumer)
             self._need_read = True
@@ -245,7 +265,12 @@ class WriteCycle:
         owner = self._owner or _owner_of(current)
         if fresh and already_holds(current, desired, owner, self._ctype):
             return current
-        ctype = self._ctype if self._ctype is not None else _type_of(current)
+        # A type goes only where it is asked for or needed: a consumer this
+        # write creates. Otherwise Placement keeps the consumer's own type,
+        # and the write can go at a version without consumer types.
+        ctype = self._ctype
+        if ctype is None and not current.exists and desired:
+            ctype = DEFAULT_CONSUMER_TYPE
         return AllocationWrite(self.consumer, desired, current.generation, *owner, ctype)
 
     def _settle_pending(self, state: ConsumerAllocations) -> ConsumerAllocations | None:
@@ -342,7 +367,10 @@ class WriteCycle:
         self.last_read = state
         return state
 
-    def _write(self, write: AllocationWrite, send_type: bool) -> ConsumerAllocations:
+    def _write(
+        self, write: AllocationWrite, send_type: bool, current_type: str | None
+    ) -> ConsumerAllocations:
+        """PUT ``write``; the state it makes (``current_type`` stays unless a type is sent)."""
         body: dict[str, Any] = {
             "allocations": {rp: {"resources": res} for rp, res in write.allocations.items()},
             "consumer_generation": write.consumer_generation,
@@ -351,12 +379,15 @@ class WriteCycle:
         }
         if send_type and write.consumer_type is not None:
             body["consumer_type"] = write.consumer_type
+        if self._mappings and write.allocations and self._transport.supports(MAPPINGS_VERSION):
+            body["mappings"] = {group: list(rps) for group, rps in self._mappings.items()}
         self._transport.request(
             "PUT",
             f"/allocations/{self.consumer}",
             json=body,
             consumer_uuid=self.consumer,
             global_request_id=self._request_id,
+            at_most=None if "consumer_type" in body else UNTYPED_VERSION,
         )
         # Nothing else can land now: every open write carried a generation
         # this one consumed (or expected the consumer this one created).
@@ -370,7 +401,7 @@ class WriteCycle:
                 (write.consumer_generation or 0) + 1,
                 write.project_id,
                 write.user_id,
-                write.consumer_type if send_type else None,
+                write.consumer_type if send_type and write.consumer_type else current_type,
             )
         else:
             new = ConsumerAllocations.missing(self.consumer)  # an empty write deletes it
@@ -391,17 +422,6 @@ def _describe(state: ConsumerAllocations | None) -> str:
     if not state.exists:
         return "no consumer"
     return f"{dict(state.allocations)} at generation {state.generation}"
-
-
-def _type_of(current: ConsumerAllocations) -> str:
-    """The consumer's own type, else INSTANCE.
-
-    Consumers written before 1.38 read back as ``unknown``, which Placement
-    refuses on a write, so only a valid type is carried over.
-    """
-    if current.consumer_type is not None and is_valid_name(current.consumer_type):
-        return current.consumer_type
-    return DEFAULT_CONSUMER_TYPE
 
 
 def _owner_of(state: ConsumerAllocations) -> tuple[str, str]:

@@ -7,10 +7,18 @@ The hierarchy::
     ├── GenerationConflict         409 placement.concurrent_update, retries spent
     │   └── ConsumerChanged        another writer changed what a claim would replace
     ├── ConsumerGone               the consumer an update presupposes does not exist
+    ├── NothingToMove              a move's source consumer holds no allocations
     ├── CapacityExceeded           409 over capacity; retrying cannot help
+    ├── InventoryInUse             409 placement.inventory.inuse; never retried
+    ├── DuplicateName              409 placement.duplicate_name
+    ├── ProviderInUse              409 placement.resource_provider.inuse
+    │   └── CannotDeleteParent     409 ...cannot_delete_parent: it has children
+    ├── ProviderNotFound           placement.resource_provider.not_found, or a 404 naming one
     ├── PlacementUnavailable       connection failure, timeout or 5xx
     │   └── OutcomeUnknown         a write may or may not have landed; not re-applied
-    └── MicroversionUnsupported    the server cannot speak what we need
+    ├── MicroversionUnsupported    the server cannot speak what we need
+    ├── PlacementAuthError         no auth plugin, credentials or token refused (401)
+    └── PlacementEndpointError     Placement not in the catalog, or discovery failed
 
 Every error carries what an operator needs to find the request in
 Placement's logs: status, code, title, detail, request id, method, URL and,
@@ -22,26 +30,41 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from reportclient.models import AllocationWrite, ConsumerAllocations
+    from reportclient.provider_models import ProviderWrite
 
 __all__ = [
+    "CannotDeleteParent",
     "CapacityExceeded",
     "ConsumerChanged",
     "ConsumerGone",
+    "DuplicateName",
     "GenerationConflict",
     "InvalidInput",
+    "InventoryInUse",
     "MicroversionUnsupported",
+    "NothingToMove",
     "OutcomeUnknown",
+    "PlacementAuthError",
+    "PlacementEndpointError",
     "PlacementError",
     "PlacementUnavailable",
+    "ProviderInUse",
+    "ProviderNotFound",
     "error_from_response",
 ]
 
 CONCURRENT_UPDATE = "placement.concurrent_update"
 UNDEFINED_CODE = "placement.undefined_code"
+INVENTORY_INUSE = "placement.inventory.inuse"
+DUPLICATE_NAME = "placement.duplicate_name"
+PROVIDER_IN_USE = "placement.resource_provider.inuse"
+PROVIDER_CANNOT_DELETE_PARENT = "placement.resource_provider.cannot_delete_parent"
+PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
 
 # Placement gives the over-capacity 409 no code of its own, so its wording
 # is the only thing that tells it apart from other undefined-code conflicts.
@@ -49,6 +72,13 @@ _CAPACITY_MARKERS = ("exceed the capacity", "Unable to allocate inventory")
 # The one substring match we cannot avoid: the same code covers both a stale
 # consumer generation and a race between writers inside the server.
 _CONSUMER_CONFLICT = re.compile(r"consumer generation conflict - expected (\S+) but got (\S+)")
+# Placement words a stale provider generation three ways (inventories and
+# reshaper; traits and aggregates); an in-server race reads differently.
+_PROVIDER_CONFLICT = re.compile(
+    r"resource provider generation conflict|Resource provider's generation already changed"
+)
+# A 404 carries no code of its own; its wording names the missing provider.
+_NO_PROVIDER = "No resource provider with uuid"
 
 
 class PlacementError(Exception):
@@ -131,6 +161,11 @@ class GenerationConflict(PlacementError):
             return int(match.group(1))
         return None
 
+    @property
+    def provider_conflict(self) -> bool:
+        """True when Placement reported a stale resource provider generation."""
+        return bool(self.detail and _PROVIDER_CONFLICT.search(self.detail))
+
     def __str__(self) -> str:
         return f"{super().__str__()} after {self.attempts} attempt(s)"
 
@@ -169,6 +204,19 @@ class ConsumerGone(PlacementError):
         self.state = state
 
 
+class NothingToMove(PlacementError):
+    """A move's source consumer holds no allocations (missing, or emptied meanwhile).
+
+    Moving nothing is refused rather than done silently: the caller's premise
+    (that the source held something) is wrong. ``state`` is the source as just
+    read. Nothing was written.
+    """
+
+    def __init__(self, message: str, *, state: ConsumerAllocations, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.state = state
+
+
 class CapacityExceeded(PlacementError):
     """Placement refused to allocate the inventory asked for; retrying cannot help.
 
@@ -176,6 +224,30 @@ class CapacityExceeded(PlacementError):
     capacity left, an amount outside min_unit/max_unit/step_size, or a
     resource class the provider has no inventory of. ``detail`` says which.
     """
+
+
+class InventoryInUse(PlacementError):
+    """Inventory cannot be removed or shrunk below what is allocated from it.
+
+    ``placement.inventory.inuse``: retrying the same write cannot help, so it
+    is never retried; move or release the allocations first (or reshape).
+    """
+
+
+class DuplicateName(PlacementError):
+    """Another resource provider already has this name (or uuid)."""
+
+
+class ProviderInUse(PlacementError):
+    """The provider still has allocations against it and cannot be deleted."""
+
+
+class CannotDeleteParent(ProviderInUse):
+    """The provider has child providers; delete them first."""
+
+
+class ProviderNotFound(PlacementError):
+    """The resource provider named in the request does not exist."""
 
 
 class PlacementUnavailable(PlacementError):
@@ -199,25 +271,58 @@ class OutcomeUnknown(PlacementUnavailable):
     of its writes may still land. ``sent`` is the write (its allocations and
     the generation it carried); ``state`` is what a read showed afterwards,
     or None when no read succeeded. The write can have landed only if
-    Placement's generation moved past ``sent.consumer_generation``.
+    Placement's generation moved past the one ``sent`` carried. For a
+    provider write ``sent`` is a :class:`~reportclient.ProviderWrite` and
+    ``state`` the provider's field as read (a ``ProviderInventories``,
+    ``ProviderTraits`` or ``ProviderAggregates``).
     """
 
     def __init__(
         self,
         message: str,
         *,
-        sent: AllocationWrite,
-        state: ConsumerAllocations | None,
+        sent: AllocationWrite | ProviderWrite,
+        state: Any,
+        writes: Sequence[AllocationWrite] = (),
+        states: Mapping[str, ConsumerAllocations] | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("consumer_uuid", sent.consumer_uuid)
+        kwargs.setdefault("consumer_uuid", getattr(sent, "consumer_uuid", None))
         super().__init__(message, outcome_unknown=True, **kwargs)
         self.sent = sent
         self.state = state
+        #: A multi-consumer write (one POST): every consumer's part of it.
+        self.writes: tuple[AllocationWrite, ...] = tuple(writes)
+        #: A multi-consumer write: each consumer as read afterwards (None: unread).
+        self.states = states
 
 
 class MicroversionUnsupported(PlacementError):
     """The server's microversion range does not meet the client's needs."""
+
+
+class PlacementAuthError(PlacementError):
+    """No auth plugin, credentials Keystone refused, or a 401 from Placement.
+
+    ``__cause__`` is keystoneauth1's exception (``MissingAuthPlugin``,
+    ``Unauthorized``...), stripped of what held a credential.
+    """
+
+
+class PlacementEndpointError(PlacementError):
+    """keystoneauth1 found no Placement endpoint; nothing was sent.
+
+    ``__cause__`` is its ``EndpointNotFound`` or ``DiscoveryFailure``.
+    """
+
+
+_BY_CODE: dict[str, type[PlacementError]] = {
+    INVENTORY_INUSE: InventoryInUse,
+    DUPLICATE_NAME: DuplicateName,
+    PROVIDER_IN_USE: ProviderInUse,
+    PROVIDER_CANNOT_DELETE_PARENT: CannotDeleteParent,
+    PROVIDER_NOT_FOUND: ProviderNotFound,
+}
 
 
 def _first_error(body: Any) -> dict[str, Any]:
@@ -280,10 +385,21 @@ def error_from_response(
         consumer_uuid=consumer_uuid,
     )
     message = detail or title or f"HTTP {status}"
+    typed = _BY_CODE.get(code or "")
+    if typed is not None:
+        return typed(message, **kwargs)
     if status == 409 and code == CONCURRENT_UPDATE:
+        if "in use" in detail and detail.startswith("Unable to delete inventory"):
+            # DELETE .../inventories/{rc} reports an inventory in use under the
+            # concurrent-update code; retrying it could never succeed.
+            return InventoryInUse(message, **kwargs)
         return GenerationConflict(message, **kwargs)
+    if status == 404 and _NO_PROVIDER in detail:
+        return ProviderNotFound(message, **kwargs)
     if status == 409 and any(marker in detail for marker in _CAPACITY_MARKERS):
         return CapacityExceeded(message, **kwargs)
+    if status == 401:
+        return PlacementAuthError(message, **kwargs)
     if status == 406 and isinstance(body, dict):
         return MicroversionUnsupported(message, **kwargs)
     if status >= 500:

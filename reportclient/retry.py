@@ -14,8 +14,8 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 import tenacity
 
@@ -23,9 +23,9 @@ from reportclient.errors import (
     ConsumerChanged,
     GenerationConflict,
     OutcomeUnknown,
+    PlacementError,
     PlacementUnavailable,
 )
-from reportclient.models import AllocationWrite, ConsumerAllocations
 
 __all__ = ["NO_RETRY", "Attempts", "default_retry", "no_retry", "run_attempts", "wait_full_jitter"]
 
@@ -41,10 +41,13 @@ DEFAULT_ATTEMPTS = 12
 #: Seconds an operation may spend retrying, sleeps included.
 DEFAULT_DEADLINE = 30.0
 #: First backoff ceiling in seconds; doubles each attempt. Writers that
-#: lost a race come back spread over this window: measured with 16 clients
-#: adding to one consumer, 0.05 s cost 8.3-8.6 requests per update and a few
-#: gave up, 0.4 s cost 4.3 and none did (``bench/bench_contention.py``).
-DEFAULT_BASE = 0.4
+#: lost a race come back spread over this window, so it must be wide enough
+#: for the writers that collided to take turns. Measured on 4 gunicorn
+#: workers over MariaDB, 16 and 64 clients each adding to one consumer
+#: (``bench/run.py --placement mariadb``): 0.4 s cost 1.9 PUTs per update at
+#: 16, 1.0 s 1.5, 1.5 s 1.6, 2.0 s 1.4-1.5 and at 64 clients 1.5 s cost 3.7,
+#: 2.0 s 2.3-3.0. Nova's scheduler client waits up to 2 s x attempt.
+DEFAULT_BASE = 2.0
 #: Largest single backoff in seconds.
 DEFAULT_CAP = 8.0
 
@@ -115,21 +118,36 @@ def _retriable(exc: BaseException | None) -> bool:
     return isinstance(exc, _RETRIABLE) and not isinstance(exc, _TERMINAL)
 
 
-class Attempts(Protocol):
-    """One operation's attempts, as :func:`run_attempts` drives them."""
+ResultT = TypeVar("ResultT", covariant=True)
 
-    consumer: str
+
+class Attempts(Protocol[ResultT]):
+    """One operation's attempts, as :func:`run_attempts` drives them.
+
+    Implemented for consumer generations (:class:`reportclient.cycle.WriteCycle`)
+    and provider generations (:class:`reportclient.provider_cycle.ProviderCycle`).
+    """
+
+    #: What the operation writes, for logs ("consumer <uuid>").
+    @property
+    def subject(self) -> str: ...
+
     #: The last failed write was computed from a state just read.
-    contended: bool
+    @property
+    def contended(self) -> bool: ...
+
     #: Writes whose answer was lost and which may still land.
-    pending: list[AllocationWrite]
-    #: The last state read during the operation.
-    last_read: ConsumerAllocations | None
+    @property
+    def pending(self) -> Sequence[object]: ...
 
-    def attempt(self, number: int) -> ConsumerAllocations: ...
+    def attempt(self, number: int) -> ResultT: ...
+
+    def still_pending(self, exc: PlacementError) -> OutcomeUnknown:
+        """The error for giving up (``exc``) while a write in ``pending`` may still land."""
+        ...
 
 
-def run_attempts(cycle: Attempts, policy: tenacity.Retrying) -> ConsumerAllocations:
+def run_attempts(cycle: Attempts[ResultT], policy: tenacity.Retrying) -> ResultT:
     """Run ``cycle``'s attempts until one succeeds or ``policy`` gives up.
 
     Most writes land at once, so the policy is only copied (a measurable
@@ -144,7 +162,7 @@ def run_attempts(cycle: Attempts, policy: tenacity.Retrying) -> ConsumerAllocati
         first_failure = exc
     numbers = itertools.count(1)
 
-    def attempt() -> ConsumerAllocations:
+    def attempt() -> ResultT:
         number = next(numbers)
         if number == 1:
             raise first_failure  # let the policy judge the attempt already made
@@ -153,34 +171,23 @@ def run_attempts(cycle: Attempts, policy: tenacity.Retrying) -> ConsumerAllocati
     try:
         # The call form, not the iterator: it honours a user's
         # retry_error_callback (whose value tenacity then returns).
-        result: ConsumerAllocations = _operation_policy(cycle, policy)(attempt)
+        result: ResultT = _operation_policy(cycle, policy)(attempt)
     except _RETRIABLE as exc:
         if not _retriable(exc):
             raise
-        LOG.error(
-            "consumer %s: giving up after %d attempt(s): %s", cycle.consumer, next(numbers) - 1, exc
-        )
+        LOG.error("%s: giving up after %d attempt(s): %s", cycle.subject, next(numbers) - 1, exc)
         if cycle.pending:
-            raise OutcomeUnknown(
-                f"gave up while a write whose answer was lost may still land: {exc.message}",
-                sent=cycle.pending[-1],
-                state=cycle.last_read,
-                status=exc.status,
-                code=exc.code,
-                request_id=exc.request_id,
-                method="PUT",
-                url=f"/allocations/{cycle.consumer}",
-            ) from exc
+            raise cycle.still_pending(exc) from exc
         raise
     return result
 
 
-def _operation_policy(cycle: Attempts, policy: tenacity.Retrying) -> tenacity.Retrying:
+def _operation_policy(cycle: Attempts[object], policy: tenacity.Retrying) -> tenacity.Retrying:
     """The user's policy, deciding only when and how long; we decide what.
 
-    A stale consumer generation on a write computed from the cache (or from
-    the guess that the consumer is new) means that guess was wrong, not that
-    writers are contending, so the re-read it calls for is not delayed and is
+    A stale consumer (or provider) generation on a write computed from the
+    cache (or from the guess that the consumer is new) means that guess was
+    wrong, not that writers are contending, so the re-read it calls for is not delayed and is
     logged at DEBUG. A conflict on a write computed from a state just read
     means contention: it backs off and warns, as does an unreachable server.
     """
@@ -188,7 +195,9 @@ def _operation_policy(cycle: Attempts, policy: tenacity.Retrying) -> tenacity.Re
     user_wait = policy.wait
 
     def routine(exc: BaseException | None) -> bool:
-        stale = isinstance(exc, GenerationConflict) and exc.consumer_conflict
+        stale = isinstance(exc, GenerationConflict) and (
+            exc.consumer_conflict or exc.provider_conflict
+        )
         return stale and not cycle.contended
 
     def wait(state: tenacity.RetryCallState) -> float:
@@ -200,8 +209,8 @@ def _operation_policy(cycle: Attempts, policy: tenacity.Retrying) -> tenacity.Re
         exc = state.outcome.exception() if state.outcome else None
         LOG.log(
             logging.DEBUG if routine(exc) else logging.WARNING,
-            "consumer %s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
-            cycle.consumer,
+            "%s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
+            cycle.subject,
             state.attempt_number,
             type(exc).__name__,
             getattr(exc, "detail", None) or getattr(exc, "message", exc),

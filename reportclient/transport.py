@@ -33,9 +33,23 @@ from reportclient._netfail import (
     classify,
     refuse_write_replays,
 )
+from reportclient._versions import (
+    CONSUMER_GENERATION_VERSION,
+    CONSUMER_TYPE_VERSION,
+    MAX_VERSION,
+    UNTYPED_VERSION,
+    Microversion,
+    choose,
+    discovered_range,
+    format_version,
+    parse_version,
+    root_range,
+)
 from reportclient.errors import (
     InvalidInput,
     MicroversionUnsupported,
+    PlacementAuthError,
+    PlacementEndpointError,
     PlacementError,
     PlacementUnavailable,
     error_from_response,
@@ -47,23 +61,17 @@ __all__ = [
     "DEFAULT_POOL_SIZE",
     "DEFAULT_TIMEOUT",
     "MAX_VERSION",
+    "UNTYPED_VERSION",
     "Microversion",
     "Reply",
     "Transport",
     "TransportFailure",
+    "format_version",
+    "parse_version",
     "size_pool",
 ]
 
 LOG = logging.getLogger("reportclient")
-
-Microversion = tuple[int, int]
-
-#: Consumer generations on PUT/POST /allocations; the floor we accept.
-CONSUMER_GENERATION_VERSION: Microversion = (1, 28)
-#: ``consumer_type`` becomes required on allocation writes.
-CONSUMER_TYPE_VERSION: Microversion = (1, 38)
-#: The newest version this client knows (openstack-placement 16.0.0).
-MAX_VERSION: Microversion = (1, 39)
 
 #: (connect, read) seconds. A stalled server must not hold a scheduler
 #: thread forever; the read timeout is generous because a write that times
@@ -86,27 +94,8 @@ def size_pool(session: requests.Session, size: int) -> None:
         session.mount(scheme, ks_session.TCPKeepAliveAdapter(pool_maxsize=size))
 
 
-# fullmatch, and ASCII digits: "$" would let "1.39\n" through, and a header
-# with a newline is refused by requests after the request was counted.
-_VERSION = re.compile(r"([0-9]+)\.([0-9]+)")
 _GLOBAL_REQUEST_ID = re.compile(r"req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _READS = frozenset({"GET", "HEAD"})
-
-
-def parse_version(value: str) -> Microversion:
-    """Turn ``"1.39"`` into ``(1, 39)``.
-
-    :raises InvalidInput: for anything else.
-    """
-    match = _VERSION.fullmatch(value) if isinstance(value, str) else None
-    if not match:
-        raise InvalidInput(f"microversion must look like '1.39', got {value!r}")
-    return int(match.group(1)), int(match.group(2))
-
-
-def format_version(version: Microversion) -> str:
-    """Turn ``(1, 39)`` into ``"1.39"``."""
-    return f"{version[0]}.{version[1]}"
 
 
 def _positive(value: object) -> float | None:
@@ -201,7 +190,7 @@ class Transport:
 
     @property
     def microversion(self) -> Microversion:
-        """The version in use, negotiated with ``GET /`` on first use."""
+        """The version in use, negotiated on first use from Placement's root document."""
         if self._version is None:
             with self._lock:
                 if self._version is None:
@@ -213,29 +202,32 @@ class Transport:
         return self.microversion >= version
 
     def _negotiate(self) -> Microversion:
-        reply = self._send("GET", "/", version=None)
+        """Ask keystoneauth's discovery, else ``GET /`` (see ``reportclient._versions``)."""
+        where: dict[str, Any] = {"method": "GET", "url": "/"}
+        ambient = sys.exception()
+        failure: Failure | None = None
         try:
-            root = reply.body["versions"][0]
-            server_max = parse_version(root["max_version"])
-            server_min = parse_version(root.get("min_version", "1.0"))
-        except (KeyError, IndexError, TypeError, InvalidInput) as exc:
-            raise PlacementError(
-                f"unrecognised version document: {reply.body!r}",
-                status=reply.status,
-                request_id=reply.request_id,
-                method="GET",
-                url="/",
-            ) from exc
-        chosen = min(server_max, MAX_VERSION)
-        if chosen < CONSUMER_GENERATION_VERSION or server_min > chosen:
+            offered = discovered_range(self._adapter)
+        except ks_exc.ClientException as exc:
+            failure = classify(exc, ambient)
+        if failure is not None:
+            raise self._failure_error(failure, "GET", "/", None) from failure.raised
+        if offered is None:
+            reply = self._send("GET", "/", version=None)
+            where.update(status=reply.status, request_id=reply.request_id)
+            try:
+                offered = root_range(reply.body)
+            except (KeyError, IndexError, TypeError, InvalidInput) as exc:
+                raise PlacementError(
+                    f"unrecognised version document: {reply.body!r}", **where
+                ) from exc
+        chosen = choose(*offered)
+        if chosen is None:
             raise MicroversionUnsupported(
-                f"Placement offers microversions {format_version(server_min)} to "
-                f"{format_version(server_max)}; reportclient speaks "
+                f"Placement offers microversions {format_version(offered[0])} to "
+                f"{format_version(offered[1])}; reportclient speaks "
                 f"{format_version(CONSUMER_GENERATION_VERSION)} to {format_version(MAX_VERSION)}",
-                status=reply.status,
-                request_id=reply.request_id,
-                method="GET",
-                url="/",
+                **where,
             )
         LOG.debug("negotiated placement microversion %s", format_version(chosen))
         return chosen
@@ -248,17 +240,22 @@ class Transport:
         json: Any = None,
         consumer_uuid: str | None = None,
         global_request_id: str | None = None,
+        at_most: Microversion | None = None,
     ) -> Reply:
         """Send one request at the version in use.
 
         :param global_request_id: overrides the transport's for this request.
+        :param at_most: send at no more than this version, for a request
+            that needs nothing newer and costs Placement more at the newest
+            (see ``UNTYPED_VERSION``).
         :raises PlacementError: (a subclass where one fits) for any answer
             of 400 or more, and for failures to reach the server.
         """
+        version = self.microversion
         return self._send(
             method,
             path,
-            version=self.microversion,
+            version=version if at_most is None else min(version, at_most),
             json=json,
             consumer_uuid=consumer_uuid,
             global_request_id=global_request_id,
@@ -309,7 +306,7 @@ class Transport:
                 failure.kind.value,
                 " <- ".join(name.rpartition(".")[2] for name in failure.cause.chain),
             )
-            raise self._failure_error(failure, method, path, consumer_uuid) from failure.cause
+            raise self._failure_error(failure, method, path, consumer_uuid) from failure.raised
         elapsed = (time.perf_counter() - started) * 1000
         # Placement 16.0.0 sends only the x- spelling; proxies may rename it.
         request_id = resp.headers.get("x-openstack-request-id") or resp.headers.get(
@@ -357,6 +354,10 @@ class Transport:
     ) -> PlacementError:
         """The exception for a request that got no answer."""
         where: dict[str, Any] = {"method": method, "url": path, "consumer_uuid": consumer_uuid}
+        if failure.kind is Kind.AUTH:
+            return PlacementAuthError(f"authentication failed: {failure.detail}", **where)
+        if failure.kind is Kind.ENDPOINT:
+            return PlacementEndpointError(f"no Placement endpoint: {failure.detail}", **where)
         if failure.kind is Kind.NOT_SENT:
             return PlacementError(f"request not sent: {failure.detail}", **where)
         if failure.kind is Kind.CONNECT:

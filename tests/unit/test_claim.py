@@ -347,7 +347,33 @@ def test_update_without_consumer_type_keeps_the_consumers_own(wire, client, cons
     )
 
     assert [m for m, _ in calls(wire)] == ["GET", "PUT"]
+    # No type is sent, so Placement keeps MIGRATION; both requests go at the
+    # newest version without consumer types (cheaper for Placement).
+    assert "consumer_type" not in sent(wire, 1)
+    versions = [r.headers["OpenStack-API-Version"] for r in wire.request_history]
+    assert versions == ["placement 1.37", "placement 1.37"]
+
+
+def test_update_naming_a_consumer_type_reads_and_writes_it_at_1_38_or_later(
+    wire, client, consumer, rp
+):
+    body = allocations_body({rp: VCPU_1}, 2)
+    body["consumer_type"] = "INSTANCE"
+    wire.get(f"{URL}/allocations/{consumer}", json=body)
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+
+    state = client.update_allocations(
+        consumer,
+        reportclient.add_allocations({rp: {"VCPU": 1}}),
+        project_id=PROJECT,
+        user_id=USER,
+        consumer_type="MIGRATION",
+    )
+
     assert sent(wire, 1)["consumer_type"] == "MIGRATION"
+    versions = [r.headers["OpenStack-API-Version"] for r in wire.request_history]
+    assert versions == ["placement 1.39", "placement 1.39"]
+    assert state.consumer_type == "MIGRATION"
 
 
 def test_pre_138_unknown_type_is_not_carried_into_a_write(wire, client, consumer, rp):
@@ -360,4 +386,5 @@ def test_pre_138_unknown_type_is_not_carried_into_a_write(wire, client, consumer
     client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
 
     assert [m for m, _ in calls(wire)] == ["GET", "GET", "PUT"]
-    assert sent(wire, 2)["consumer_type"] == "INSTANCE"
+    # Placement refuses "unknown" on a write; sending no type keeps it as is.
+    assert "consumer_type" not in sent(wire, 2)

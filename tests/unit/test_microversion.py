@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
 
 import reportclient
 from tests.unit.conftest import (
@@ -36,8 +38,10 @@ def test_negotiates_once_and_uses_highest_common_version(wire, consumer, rp):
         ("GET", path),
         ("PUT", path),
     ]
-    for request in wire.request_history[1:]:
-        assert request.headers["OpenStack-API-Version"] == "placement 1.39"
+    versions = [r.headers["OpenStack-API-Version"] for r in wire.request_history[1:]]
+    # The new consumer's type needs 1.38+; the replacement of an existing
+    # consumer carries no type and goes at the newest version without types.
+    assert versions == ["placement 1.39", "placement 1.37", "placement 1.37"]
     assert client.microversion == "1.39"
 
 
@@ -51,6 +55,14 @@ def test_server_below_consumer_generations_is_refused(wire, consumer, rp):
     assert "1.28" in str(err.value)
     assert "1.27" in str(err.value)
     assert len(wire.request_history) == 1
+
+
+def test_server_whose_minimum_is_above_what_the_client_speaks_is_refused(wire):
+    wire.get(URL + "/", json=root_document("1.45", min_version="1.40"))
+    client = unpinned()
+
+    with pytest.raises(reportclient.MicroversionUnsupported, match=r"1\.40 to 1\.45"):
+        _ = client.microversion
 
 
 def test_version_between_128_and_137_omits_consumer_type(wire, consumer, rp):
@@ -95,15 +107,52 @@ def test_pin_outside_supported_range_is_invalid_input(pin):
 
 
 def test_failed_negotiation_is_retried_on_next_call(wire, consumer):
-    wire.get(URL + "/", [{"status_code": 503, "text": "busy"}, {"json": root_document()}])
+    busy = {"status_code": 503, "text": "busy"}
+    wire.get(URL + "/", [busy, busy, {"json": root_document()}])
     wire.get(f"{URL}/allocations/{consumer}", json={"allocations": {}})
     client = unpinned()
 
-    with pytest.raises(reportclient.PlacementUnavailable):
+    with pytest.raises(reportclient.PlacementUnavailable) as err:
         client.get_allocations(consumer)
     client.get_allocations(consumer)
 
     assert client.microversion == "1.39"
+    assert err.value.status == 503
+    # keystoneauth's discovery fails, then the client's own GET / says why;
+    # the next call's discovery succeeds.
+    assert [r.path for r in wire.request_history] == ["/", "/", "/", f"/allocations/{consumer}"]
+    assert "X-Auth-Token" not in wire.request_history[0].headers  # discovery is anonymous
+    assert wire.request_history[1].headers["X-Auth-Token"] == "t"
+
+
+def test_clients_sharing_a_session_negotiate_with_one_discovery(wire, consumer):
+    wire.get(URL + "/", json=root_document("1.36"))
+    session = ks_session.Session(auth=token_endpoint.Token(URL, "t"), timeout=10)
+    first = reportclient.PlacementClient.from_session(session, endpoint_override=URL)
+    second = reportclient.PlacementClient.from_session(session, endpoint_override=URL)
+
+    assert (first.microversion, second.microversion) == ("1.36", "1.36")
+    assert [r.path for r in wire.request_history] == ["/"]
+
+
+def test_session_without_timeout_negotiates_with_its_own_bounded_get_root(wire):
+    wire.get(URL + "/", json=root_document())
+    session = ks_session.Session(auth=token_endpoint.Token(URL, "t"))  # timeout None
+    client = reportclient.PlacementClient.from_session(session, endpoint_override=URL)
+
+    assert client.microversion == "1.39"
+    # keystoneauth's discovery would carry no timeout; the transport's GET / carries its own.
+    assert [(r.path, r.timeout) for r in wire.request_history] == [("/", (5.0, 30.0))]
+
+
+def test_root_document_without_self_link_still_negotiates(wire):
+    document = root_document("1.30")
+    document["versions"][0]["links"] = []  # keystoneauth's discovery rejects this
+    wire.get(URL + "/", json=document)
+    client = unpinned()
+
+    assert client.microversion == "1.30"
+    assert [r.path for r in wire.request_history] == ["/", "/"]
 
 
 def test_unrecognised_root_document_is_a_placement_error(wire, consumer):

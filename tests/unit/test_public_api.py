@@ -5,8 +5,39 @@ from __future__ import annotations
 import reportclient
 
 EXPECTED = {
+    "CannotDeleteParent",
+    "DuplicateName",
+    "InventoryInUse",
+    "ProviderInUse",
+    "ProviderNotFound",
+    "InventoryMutator",
+    "Inventory",
+    "ProviderAggregates",
+    "ProviderInventories",
+    "ProviderTraits",
+    "ProviderWrite",
+    "ResourceProvider",
+    "REPARENT_VERSION",
+    "ProviderClient",
+    "ProviderSpec",
+    "ReconcileReport",
+    "RESHAPER_VERSION",
+    "Reshape",
+    "ReshapeState",
+    "AllocationCandidates",
+    "AllocationRequest",
     "AllocationWrite",
     "Allocations",
+    "CandidatesQuery",
+    "ConsumerTypeUsages",
+    "Move",
+    "NothingToMove",
+    "ProjectUsages",
+    "ProviderSummary",
+    "ProviderUsages",
+    "RequestGroup",
+    "ResourceSummary",
+    "any_of",
     "CONSUMER_GENERATION_VERSION",
     "CONSUMER_TYPE_VERSION",
     "CacheStats",
@@ -26,7 +57,9 @@ EXPECTED = {
     "Mutator",
     "NO_RETRY",
     "OutcomeUnknown",
+    "PlacementAuthError",
     "PlacementClient",
+    "PlacementEndpointError",
     "PlacementError",
     "PlacementUnavailable",
     "add_allocations",
@@ -69,3 +102,15 @@ def test_library_does_not_import_its_test_helpers():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_provider_errors_are_typed_by_code():
+    assert issubclass(reportclient.CannotDeleteParent, reportclient.ProviderInUse)
+    for error in (
+        reportclient.InventoryInUse,
+        reportclient.DuplicateName,
+        reportclient.ProviderInUse,
+        reportclient.ProviderNotFound,
+    ):
+        assert issubclass(error, reportclient.PlacementError)
+        assert not issubclass(error, reportclient.GenerationConflict)  # never retried

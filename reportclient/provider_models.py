@@ -1,0 +1,235 @@
+"""Typed, immutable views of resource providers and their generation-guarded fields.
+
+Placement guards a provider's inventories, traits and aggregates with one
+*provider generation*: every write of any of them carries the generation the
+writer read and moves it on by one. Each field is read (``GET``) and written
+(``PUT``) on its own route, and both the read and the write answer with the
+generation, so a model here is always "this field, as of this generation".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reportclient.errors import InvalidInput
+from reportclient.models import validate_uuid
+
+__all__ = [
+    "MAX_INVENTORY_INT",
+    "Inventory",
+    "ProviderAggregates",
+    "ProviderInventories",
+    "ProviderTraits",
+    "ProviderWrite",
+    "ResourceProvider",
+    "validate_custom_name",
+    "validate_standard_name",
+]
+
+#: The largest integer Placement stores in an inventory field.
+MAX_INVENTORY_INT = 0x7FFFFFFF
+
+_NAME = re.compile(r"[A-Z0-9_]{1,255}")
+_CUSTOM = re.compile(r"CUSTOM_[A-Z0-9_]{1,248}")
+
+
+def validate_standard_name(name: str, what: str = "resource class") -> str:
+    """Return ``name`` if it is a valid resource class or trait name.
+
+    :raises InvalidInput: otherwise.
+    """
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise InvalidInput(f"{what} must match [A-Z0-9_]+, got {name!r}")
+    return name
+
+
+def validate_custom_name(name: str, what: str = "resource class") -> str:
+    """Return ``name`` if it is a valid custom (``CUSTOM_``) name.
+
+    :raises InvalidInput: otherwise; Placement only lets clients create these.
+    """
+    if not isinstance(name, str) or not _CUSTOM.fullmatch(name):
+        raise InvalidInput(f"a custom {what} must match CUSTOM_[A-Z0-9_]+, got {name!r}")
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceProvider:
+    """A resource provider as Placement reports it (microversion 1.14+)."""
+
+    uuid: str
+    name: str
+    generation: int
+    parent_provider_uuid: str | None = None
+    root_provider_uuid: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ResourceProvider:
+        """Build from a provider document of ``GET /resource_providers[/{uuid}]``."""
+        return cls(
+            uuid=data["uuid"],
+            name=data["name"],
+            generation=int(data["generation"]),
+            parent_provider_uuid=data.get("parent_provider_uuid"),
+            root_provider_uuid=data.get("root_provider_uuid", data["uuid"]),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The document's fields, as Placement names them."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """One resource class's inventory on a provider, with Placement's defaults."""
+
+    total: int
+    reserved: int = 0
+    min_unit: int = 1
+    max_unit: int = MAX_INVENTORY_INT
+    step_size: int = 1
+    allocation_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("total", "reserved", "min_unit", "max_unit", "step_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidInput(f"inventory {name} must be an int, got {value!r}")
+        if isinstance(self.allocation_ratio, bool) or not isinstance(
+            self.allocation_ratio, int | float
+        ):
+            raise InvalidInput(f"allocation_ratio must be a number, got {self.allocation_ratio!r}")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Inventory:
+        """Build from one class's record; missing fields take Placement's defaults."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def of(cls, spec: Inventory | int | Mapping[str, Any]) -> Inventory:
+        """An Inventory from itself, a total, or a mapping of fields."""
+        if isinstance(spec, Inventory):
+            return spec
+        if isinstance(spec, int) and not isinstance(spec, bool):
+            return cls(total=spec)
+        if isinstance(spec, Mapping):
+            return cls.from_json(spec)
+        raise InvalidInput(f"an inventory is an Inventory, a total or a mapping, got {spec!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The record Placement accepts (every field sent, so none is left to defaults)."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInventories:
+    """A provider's inventories as of ``generation``."""
+
+    uuid: str
+    generation: int
+    inventories: Mapping[str, Inventory] = field(default_factory=dict)
+
+    #: The route of this field under ``/resource_providers/{uuid}``.
+    ROUTE = "inventories"
+
+    @classmethod
+    def from_json(cls, uuid: str, data: Mapping[str, Any]) -> ProviderInventories:
+        """Build from ``GET``/``PUT .../inventories``."""
+        raw = data.get("inventories") or {}
+        return cls(
+            uuid,
+            int(data["resource_provider_generation"]),
+            {rc: Inventory.from_json(inv) for rc, inv in raw.items()},
+        )
+
+    @property
+    def value(self) -> dict[str, Inventory]:
+        """A fresh copy of the field, for a mutate function to edit."""
+        return dict(self.inventories)
+
+    def body(self, value: Mapping[str, Inventory]) -> dict[str, Any]:
+        """The PUT body replacing the field with ``value`` at this generation."""
+        return {
+            "resource_provider_generation": self.generation,
+            "inventories": {rc: inv.to_json() for rc, inv in value.items()},
+        }
+
+    def holds(self, value: Mapping[str, Inventory]) -> bool:
+        """Whether writing ``value`` would change nothing."""
+        return dict(self.inventories) == dict(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderTraits:
+    """A provider's traits as of ``generation``."""
+
+    uuid: str
+    generation: int
+    traits: frozenset[str] = frozenset()
+
+    ROUTE = "traits"
+
+    @classmethod
+    def from_json(cls, uuid: str, data: Mapping[str, Any]) -> ProviderTraits:
+        """Build from ``GET``/``PUT .../traits``."""
+        return cls(uuid, int(data["resource_provider_generation"]), frozenset(data["traits"]))
+
+    @property
+    def value(self) -> set[str]:
+        """A fresh copy of the field, for a mutate function to edit."""
+        return set(self.traits)
+
+    def body(self, value: Iterable[str]) -> dict[str, Any]:
+        """The PUT body replacing the field with ``value`` at this generation."""
+        return {"resource_provider_generation": self.generation, "traits": sorted(value)}
+
+    def holds(self, value: Iterable[str]) -> bool:
+        """Whether writing ``value`` would change nothing."""
+        return self.traits == frozenset(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderAggregates:
+    """A provider's aggregate uuids as of ``generation`` (microversion 1.19+)."""
+
+    uuid: str
+    generation: int
+    aggregates: frozenset[str] = frozenset()
+
+    ROUTE = "aggregates"
+
+    @classmethod
+    def from_json(cls, uuid: str, data: Mapping[str, Any]) -> ProviderAggregates:
+        """Build from ``GET``/``PUT .../aggregates``."""
+        return cls(uuid, int(data["resource_provider_generation"]), frozenset(data["aggregates"]))
+
+    @property
+    def value(self) -> set[str]:
+        """A fresh copy of the field, for a mutate function to edit."""
+        return set(self.aggregates)
+
+    def body(self, value: Iterable[str]) -> dict[str, Any]:
+        """The PUT body replacing the field with ``value`` at this generation."""
+        return {
+            "resource_provider_generation": self.generation,
+            "aggregates": sorted(validate_uuid(a) for a in value),
+        }
+
+    def holds(self, value: Iterable[str]) -> bool:
+        """Whether writing ``value`` would change nothing."""
+        return self.aggregates == frozenset(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderWrite:
+    """One generation-guarded write of one provider field, as it was sent."""
+
+    uuid: str
+    route: str
+    generation: int
+    body: Mapping[str, Any]

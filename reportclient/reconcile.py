@@ -1,0 +1,296 @@
+"""Declarative reconcile: make a provider tree match a description, in the fewest requests.
+
+One ``GET /resource_providers?in_tree=`` lists the whole tree with every
+provider's generation. Providers missing from it are created (parents
+first), renamed or re-parented ones updated. Then, per provider, each field
+the description manages (inventories, traits, aggregates) is one
+:class:`~reportclient.provider_cycle.ProviderCycle`: read, compute, write
+only if something differs, retried from a re-read on a generation conflict.
+
+Requests are saved without trusting anything unproven:
+
+* a provider this call created is known to be empty at generation 0;
+* a write only moves the generation by one and only changes its own field,
+  so the other fields read (or known) at the old generation are still
+  known at the new one, and the next write needs no read;
+* a cached snapshot is used instead of a read only if the listing shows the
+  provider at the snapshot's generation *and* the snapshot is within the
+  client's ``cache_ttl`` (see :mod:`reportclient.provider_cache` for why the
+  generation alone cannot prove it);
+* custom resource classes and traits are ensured (``PUT``) only when a field
+  about to be written names one the provider does not already hold.
+
+A wrong guess costs a 409 and a read, never a lost change: every write
+carries the generation its content was computed from. Two agents can
+reconcile the same tree at once; with ``merge=True`` each only adds and
+updates what its description names, so neither removes what the other wrote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reportclient.errors import DuplicateName, InvalidInput
+from reportclient.models import validate_uuid
+from reportclient.provider_cache import Snapshot
+from reportclient.provider_models import (
+    Inventory,
+    ProviderAggregates,
+    ProviderInventories,
+    ProviderTraits,
+    ResourceProvider,
+    validate_standard_name,
+)
+from reportclient.providers import ProviderClient
+
+__all__ = ["ProviderSpec", "ReconcileReport", "reconcile"]
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """What one provider of a tree should be; a field left None is not managed.
+
+    :param uuid: the provider's identity (stable across agents and restarts).
+    :param parent: the parent's uuid; None for the tree's root.
+    """
+
+    uuid: str
+    name: str
+    parent: str | None = None
+    inventories: Mapping[str, Inventory | int | Mapping[str, Any]] | None = None
+    traits: Iterable[str] | None = None
+    aggregates: Iterable[str] | None = None
+
+    def normalized(self) -> ProviderSpec:
+        """A copy with validated uuids and names, inventories as :class:`Inventory`."""
+        inventories = traits = aggregates = None
+        if self.inventories is not None:
+            inventories = {
+                validate_standard_name(rc): Inventory.of(v) for rc, v in self.inventories.items()
+            }
+        if self.traits is not None:
+            traits = frozenset(validate_standard_name(t, "trait") for t in self.traits)
+        if self.aggregates is not None:
+            aggregates = frozenset(validate_uuid(a, "aggregate") for a in self.aggregates)
+        parent = None if self.parent is None else validate_uuid(self.parent, "parent")
+        return ProviderSpec(
+            validate_uuid(self.uuid, "uuid"), self.name, parent, inventories, traits, aggregates
+        )
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    """What a reconcile did: every request it sent, and what it created and changed."""
+
+    requests: int
+    created: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    #: Provider fields written, as (uuid, "inventories" | "traits" | "aggregates").
+    written: tuple[tuple[str, str], ...] = ()
+    #: Each provider's generation when the reconcile finished with it.
+    generations: Mapping[str, int] = field(default_factory=dict)
+
+
+class _Run:
+    """One reconcile call's state: its request count and what it has proven."""
+
+    def __init__(self, client: ProviderClient, merge: bool, request_id: str | None) -> None:
+        self.client = client
+        self.merge = merge
+        self.request_id = request_id
+        self.requests = 0
+        self.created: list[str] = []
+        self.updated: list[str] = []
+        self.written: list[tuple[str, str]] = []
+        self.generations: dict[str, int] = {}
+        self.ensured: set[str] = set()
+
+    def providers(self, specs: Sequence[ProviderSpec]) -> dict[str, ResourceProvider]:
+        """List the tree, then create, rename or re-parent what differs."""
+        root = next((s for s in specs if s.parent is None), specs[0])
+        self.requests += 1
+        found = {rp.uuid: rp for rp in self.client.list_providers(in_tree=root.uuid)}
+        for spec in specs:
+            rp = found.get(spec.uuid)
+            if rp is None:
+                rp = self._create(spec)
+                found[rp.uuid] = rp
+            elif rp.name != spec.name or rp.parent_provider_uuid != spec.parent:
+                self.requests += 1
+                parent: Any = spec.parent if rp.parent_provider_uuid != spec.parent else _KEEP
+                rp = self._update(spec, parent)
+                self.updated.append(rp.uuid)
+                found[rp.uuid] = rp
+        return found
+
+    def _update(self, spec: ProviderSpec, parent: Any) -> ResourceProvider:
+        kwargs: dict[str, Any] = {"name": spec.name, "global_request_id": self.request_id}
+        if parent is not _KEEP:
+            kwargs["parent_provider_uuid"] = parent
+        return self.client.update_provider(spec.uuid, **kwargs)
+
+    def _create(self, spec: ProviderSpec) -> ResourceProvider:
+        self.requests += 1
+        try:
+            rp = self.client.create_provider(
+                spec.name,
+                uuid=spec.uuid,
+                parent_provider_uuid=spec.parent,
+                global_request_id=self.request_id,
+            )
+        except DuplicateName:
+            # Another agent may have created it between our listing and now.
+            self.requests += 1
+            rp = self.client.get_provider(spec.uuid, global_request_id=self.request_id)
+            if rp.name != spec.name or rp.parent_provider_uuid != spec.parent:
+                raise
+            return rp
+        self.created.append(rp.uuid)
+        for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
+            # Created by this call, at generation 0: empty, proven.
+            self.client.cache.put(kind(rp.uuid, rp.generation))
+        return rp
+
+    def fields(self, spec: ProviderSpec, rp: ResourceProvider, fresh: bool) -> None:
+        """Bring each managed field of one provider to the description."""
+        known: dict[str, Snapshot] = {}
+        for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
+            cached = self.client.cache.get(rp.uuid, kind) if fresh else None
+            if cached is None:
+                cached = self.client.cache.trusted(rp.uuid, kind, rp.generation)
+            if cached is not None and cached.generation == rp.generation:
+                known[kind.ROUTE] = cached
+        generation = rp.generation
+        plans: list[tuple[type[Snapshot], Callable[[Any], Any], Iterable[str]]] = []
+        if spec.inventories is not None:
+            plans.append((ProviderInventories, self._inventories(spec), _custom(spec.inventories)))
+        if spec.traits is not None:
+            plans.append((ProviderTraits, self._names(spec.traits), _custom(spec.traits)))
+        if spec.aggregates is not None:
+            plans.append((ProviderAggregates, self._names(spec.aggregates), ()))
+        for kind, compute, custom in plans:
+            # The union of field types is not a value of the TypeVar: Any bridges it.
+            any_kind: Any = kind
+            start = known.get(kind.ROUTE)
+            just_read = start is None
+            if start is None:
+                self.requests += 1
+                start = self.client.read(any_kind, rp.uuid, self.request_id)
+            if not start.holds(compute(start.value)):
+                self._ensure(kind, custom, start)
+            result, sent, wrote = self.client.change(
+                any_kind,
+                rp.uuid,
+                compute,
+                idempotent=True,
+                start=start,
+                start_read=just_read,
+                global_request_id=self.request_id,
+            )
+            self.requests += sent
+            if wrote:
+                self.written.append((rp.uuid, kind.ROUTE))
+            if wrote and result.generation == generation + 1:
+                # Our write moved it from the generation the others are known
+                # at, and changed only its own field: they hold at the new one.
+                known = {
+                    route: dataclasses.replace(snap, generation=result.generation)
+                    for route, snap in known.items()
+                    if snap.generation == generation
+                }
+            elif result.generation != generation:
+                known = {}  # someone else wrote: nothing else is known any more
+            known[kind.ROUTE] = result
+            generation = result.generation
+        for snap in known.values():
+            # What our own writes proved still holds at the final generation.
+            if snap.generation == generation:
+                self.client.cache.put(snap)
+        self.generations[rp.uuid] = generation
+
+    def _ensure(self, kind: type[Snapshot], custom: Iterable[str], start: Snapshot) -> None:
+        """Create the custom classes or traits a write will name, unless the provider has them."""
+        held = set(start.value)
+        for name in sorted(set(custom) - held - self.ensured):
+            self.requests += 1
+            if kind is ProviderInventories:
+                self.client.ensure_resource_class(name, global_request_id=self.request_id)
+            else:
+                self.client.ensure_trait(name, global_request_id=self.request_id)
+            self.ensured.add(name)
+
+    def _inventories(self, spec: ProviderSpec) -> Callable[[dict[str, Inventory]], Any]:
+        wanted = dict(spec.inventories or {})
+        if self.merge:
+            return lambda current: {**current, **wanted}
+        return lambda _current: dict(wanted)
+
+    def _names(self, names: Iterable[str]) -> Callable[[set[str]], set[str]]:
+        wanted = set(names)
+        if self.merge:
+            return lambda current: current | wanted
+        return lambda _current: set(wanted)
+
+
+_KEEP: Any = object()
+
+
+def _custom(names: Iterable[str]) -> list[str]:
+    return [n for n in names if n.startswith("CUSTOM_")]
+
+
+def _parents_first(specs: Sequence[ProviderSpec]) -> list[ProviderSpec]:
+    by_uuid = {s.uuid: s for s in specs}
+    ordered: list[ProviderSpec] = []
+    seen: set[str] = set()
+
+    def visit(spec: ProviderSpec, path: tuple[str, ...]) -> None:
+        if spec.uuid in seen:
+            return
+        if spec.uuid in path:
+            raise InvalidInput(f"the described tree has a loop through {spec.uuid}")
+        parent = by_uuid.get(spec.parent) if spec.parent else None
+        if parent is not None:
+            visit(parent, (*path, spec.uuid))
+        seen.add(spec.uuid)
+        ordered.append(spec)
+
+    for spec in specs:
+        visit(spec, ())
+    return ordered
+
+
+def reconcile(
+    client: ProviderClient,
+    specs: Iterable[ProviderSpec],
+    *,
+    merge: bool = False,
+    global_request_id: str | None = None,
+) -> ReconcileReport:
+    """Make the tree described by ``specs`` exist as described.
+
+    :param merge: only add and update what the description names (classes,
+        traits, aggregates), never remove others; for agents sharing a tree.
+        Without it each managed field becomes exactly what is described.
+    :raises InvalidInput: a malformed description (before any request).
+    :raises InventoryInUse: removing or shrinking inventory that is allocated.
+    :raises GenerationConflict: conflicts outlasted the retry policy.
+    :raises OutcomeUnknown: the policy gave up while a write may still land.
+    """
+    normalized = [spec.normalized() for spec in specs]
+    if not normalized:
+        raise InvalidInput("reconcile needs at least one ProviderSpec")
+    uuids = [s.uuid for s in normalized]
+    if len(set(uuids)) != len(uuids):
+        raise InvalidInput("each provider may be described once")
+    normalized = _parents_first(normalized)
+    run = _Run(client, merge, global_request_id)
+    found = run.providers(normalized)
+    for spec in normalized:
+        run.fields(spec, found[spec.uuid], spec.uuid in run.created)
+    return ReconcileReport(
+        run.requests, tuple(run.created), tuple(run.updated), tuple(run.written), run.generations
+    )

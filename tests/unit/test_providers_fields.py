@@ -1,0 +1,262 @@
+"""Inventories, traits and aggregates under provider generations: recovery without clobbering."""
+
+from __future__ import annotations
+
+import pytest
+
+import reportclient
+from reportclient import Inventory
+from reportclient.fixture import FakePlacement, RequestRecord, make_client
+from reportclient.providers import ProviderClient
+from tests.unit.conftest import new_uuid
+
+
+@pytest.fixture
+def fake() -> FakePlacement:
+    return FakePlacement()
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def providers(fake: FakePlacement, sleeps: list[float]) -> ProviderClient:
+    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
+    return make_client(fake, microversion="1.39", retry=policy).providers
+
+
+@pytest.fixture
+def rp(fake: FakePlacement) -> str:
+    return fake.create_provider(inventory={"VCPU": 8})
+
+
+def once_after_first_read(fake: FakePlacement, act) -> None:  # type: ignore[no-untyped-def]
+    """Run ``act`` (another writer) right after the client's first GET, once."""
+    done: list[bool] = []
+
+    def hook(_fake: FakePlacement, record: RequestRecord) -> None:
+        if record.method == "GET" and not done:
+            done.append(True)
+            act()
+
+    fake.between_requests(hook)
+
+
+def wire(fake: FakePlacement) -> list[tuple[str, str, int]]:
+    return [(r.method, r.path.rsplit("/", 1)[-1], r.status) for r in fake.requests]
+
+
+def test_set_inventory_keeps_the_other_classes_and_reports_the_new_generation(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    result = providers.set_inventory(rp, "MEMORY_MB", {"total": 2048, "reserved": 512})
+    assert result.generation == 2 == fake.provider_generation(rp)
+    assert dict(result.inventories) == {
+        "VCPU": Inventory(total=8),
+        "MEMORY_MB": Inventory(total=2048, reserved=512),
+    }
+    assert wire(fake) == [("GET", "inventories", 200), ("PUT", "inventories", 200)]
+
+
+def test_inventory_conflict_rereads_and_keeps_the_class_another_writer_added(
+    providers: ProviderClient, fake: FakePlacement, rp: str, sleeps: list[float]
+) -> None:
+    once_after_first_read(fake, lambda: fake.set_inventory(rp, {"VCPU": 8, "DISK_GB": 100}))
+
+    providers.set_inventory(rp, "MEMORY_MB", 1024)
+
+    assert set(fake.inventory(rp)) == {"VCPU", "DISK_GB", "MEMORY_MB"}
+    assert wire(fake) == [
+        ("GET", "inventories", 200),
+        ("PUT", "inventories", 409),
+        ("GET", "inventories", 200),
+        ("PUT", "inventories", 200),
+    ]
+    assert sleeps == [1.0]  # computed from a fresh read: contention, so it backs off
+
+
+def test_update_inventories_calls_mutate_again_on_the_reread_state(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    seen: list[int] = []
+    once_after_first_read(fake, lambda: fake.set_inventory(rp, {"VCPU": 10}))
+
+    def grow(current: dict[str, Inventory]) -> dict[str, Inventory]:
+        seen.append(current["VCPU"].total)
+        return {**current, "VCPU": Inventory(total=current["VCPU"].total + 2)}
+
+    providers.update_inventories(rp, grow)
+
+    assert seen == [8, 10]
+    assert fake.inventory(rp)["VCPU"].total == 12
+
+
+def test_shrinking_inventory_below_usage_is_inventory_in_use_and_not_retried(
+    providers: ProviderClient, fake: FakePlacement, rp: str, sleeps: list[float]
+) -> None:
+    fake.set_inventory(rp, {"VCPU": 8, "MEMORY_MB": 1024})
+    fake.put_allocations(new_uuid(), {rp: {"MEMORY_MB": 512}})
+    fake.reset_requests()
+
+    with pytest.raises(reportclient.InventoryInUse) as caught:
+        providers.remove_inventory(rp, "MEMORY_MB")
+
+    assert caught.value.code == "placement.inventory.inuse"
+    assert wire(fake) == [("GET", "inventories", 200), ("PUT", "inventories", 409)]
+    assert sleeps == []
+
+
+def test_unchanged_inventory_is_one_read_and_no_write(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    providers.set_inventory(rp, "VCPU", 8)
+    assert wire(fake) == [("GET", "inventories", 200)]
+
+
+def test_add_traits_keeps_a_trait_another_writer_added_meanwhile(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    fake.set_traits(rp, ["HW_CPU_X86_AVX"])
+    once_after_first_read(
+        fake, lambda: fake.set_traits(rp, ["HW_CPU_X86_AVX", "COMPUTE_NET_ATTACH_INTERFACE"])
+    )
+
+    result = providers.add_traits(rp, ["HW_CPU_X86_AVX2"])
+
+    assert result.traits == {"HW_CPU_X86_AVX", "COMPUTE_NET_ATTACH_INTERFACE", "HW_CPU_X86_AVX2"}
+    assert fake.traits(rp) == set(result.traits)
+
+
+def test_remove_traits_keeps_every_other_trait(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    fake.set_traits(rp, ["HW_CPU_X86_AVX", "COMPUTE_NET_ATTACH_INTERFACE"])
+    providers.remove_traits(rp, ["HW_CPU_X86_AVX"])
+    assert fake.traits(rp) == {"COMPUTE_NET_ATTACH_INTERFACE"}
+
+
+def test_unknown_custom_trait_is_refused_not_retried(
+    providers: ProviderClient, fake: FakePlacement, rp: str, sleeps: list[float]
+) -> None:
+    with pytest.raises(reportclient.PlacementError) as caught:
+        providers.add_traits(rp, ["CUSTOM_NEVER_CREATED"])
+    assert caught.value.status == 400
+    assert sleeps == []
+
+
+def test_add_aggregates_keeps_a_membership_another_writer_added(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    mine, theirs = new_uuid(), new_uuid()
+    once_after_first_read(fake, lambda: fake.set_aggregates(rp, [theirs]))
+
+    result = providers.add_aggregates(rp, [mine])
+
+    assert result.aggregates == {mine, theirs} == fake.aggregates(rp)
+
+
+def test_set_aggregates_replaces_them(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    fake.set_aggregates(rp, [new_uuid()])
+    only = new_uuid()
+    assert providers.set_aggregates(rp, [only]).aggregates == {only}
+
+
+def test_lost_answer_of_an_idempotent_change_is_settled_by_one_read(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    fake.lose_next_response()
+
+    result = providers.set_inventory(rp, "MEMORY_MB", 1024)
+
+    assert result.inventories["MEMORY_MB"] == Inventory(total=1024)
+    assert [(m, s) for m, _, s in wire(fake)] == [("GET", 200), ("PUT", 200), ("GET", 200)]
+
+
+def test_lost_answer_of_a_non_idempotent_change_that_landed_is_outcome_unknown(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    fake.lose_next_response()
+
+    def add_two(current: dict[str, Inventory]) -> dict[str, Inventory]:
+        return {**current, "VCPU": Inventory(total=current["VCPU"].total + 2)}
+
+    with pytest.raises(reportclient.OutcomeUnknown) as caught:
+        providers.update_inventories(rp, add_two)
+
+    assert fake.inventory(rp)["VCPU"].total == 10  # applied once, never twice
+    assert caught.value.sent.generation == 1
+
+
+def test_write_refused_by_a_proxy_before_commit_is_retried_from_a_reread(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    fake.set_inventory(rp, {"VCPU": 8})
+    fake.reset_requests()
+    done: list[bool] = []
+
+    def fail_the_put(_fake: FakePlacement, record: RequestRecord) -> None:
+        if record.method == "GET" and not done:
+            done.append(True)
+            fake.fail_next(1, status=503)
+
+    fake.between_requests(fail_the_put)
+
+    def add_two(current: dict[str, Inventory]) -> dict[str, Inventory]:
+        return {**current, "VCPU": Inventory(total=current["VCPU"].total + 2)}
+
+    providers.update_inventories(rp, add_two)
+
+    # The 503 left the generation where it was: provably not landed, so one more write.
+    assert fake.inventory(rp)["VCPU"].total == 10
+
+
+def test_change_to_a_missing_provider_is_provider_not_found_and_not_retried(
+    providers: ProviderClient, sleeps: list[float]
+) -> None:
+    with pytest.raises(reportclient.ProviderNotFound):
+        providers.set_inventory(new_uuid(), "VCPU", 4)
+    assert sleeps == []
+
+
+def test_get_fields_read_each_with_the_provider_generation(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    agg = new_uuid()
+    fake.set_traits(rp, ["HW_CPU_X86_AVX"])
+    fake.set_aggregates(rp, [agg])
+    assert providers.get_inventories(rp).inventories == {"VCPU": Inventory(total=8)}
+    assert providers.get_traits(rp).traits == {"HW_CPU_X86_AVX"}
+    assert providers.get_aggregates(rp).aggregates == {agg}
+    generations = {
+        providers.get_inventories(rp).generation,
+        providers.get_traits(rp).generation,
+        providers.get_aggregates(rp).generation,
+    }
+    assert generations == {fake.provider_generation(rp)} == {3}
+
+
+def test_set_inventories_replaces_every_class(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    providers.set_inventories(rp, {"MEMORY_MB": 512, "DISK_GB": {"total": 10, "reserved": 1}})
+    held = {rc: (inv.total, inv.reserved) for rc, inv in fake.inventory(rp).items()}
+    assert held == {"MEMORY_MB": (512, 0), "DISK_GB": (10, 1)}
+
+
+def test_set_traits_makes_them_exactly_the_given_ones(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    fake.set_traits(rp, ["HW_CPU_X86_AVX"])
+    assert providers.set_traits(rp, ["COMPUTE_TRUSTED_CERTS"]).traits == {"COMPUTE_TRUSTED_CERTS"}
+
+
+def test_remove_aggregates_keeps_the_other_memberships(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    gone, kept = new_uuid(), new_uuid()
+    fake.set_aggregates(rp, [gone, kept])
+    assert providers.remove_aggregates(rp, [gone]).aggregates == {kept} == fake.aggregates(rp)
