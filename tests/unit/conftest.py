@@ -29,7 +29,8 @@ def root_document(max_version: str = "1.39", min_version: str = "1.0") -> dict[s
                 "max_version": max_version,
                 "min_version": min_version,
                 "status": "CURRENT",
-                "links": [],
+                # What Placement sends; keystoneauth's discovery needs the self link.
+                "links": [{"rel": "self", "href": ""}],
             }
         ]
     }

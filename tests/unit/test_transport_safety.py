@@ -26,6 +26,7 @@ from reportclient._netfail import Kind, _replays_writes, classify, redact
 from reportclient.errors import (
     InvalidInput,
     MicroversionUnsupported,
+    PlacementAuthError,
     PlacementError,
     PlacementUnavailable,
 )
@@ -469,11 +470,13 @@ def test_failure_is_classified_by_the_urllib3_exception_at_the_bottom(chain, kin
     assert classify(chain()).kind is kind
 
 
-def test_auth_plugin_failure_is_classified_as_not_sent():
-    failure = classify(raised(ks_exc.AuthorizationFailure("no token")))
+def test_auth_plugin_failure_is_classified_as_auth_and_keeps_the_original():
+    original = raised(ks_exc.AuthorizationFailure("no token"))
+    failure = classify(original)
 
-    assert failure.kind is Kind.NOT_SENT
+    assert failure.kind is Kind.AUTH
     assert failure.detail == "AuthorizationFailure: no token"
+    assert failure.raised is original
 
 
 def test_header_refused_by_requests_is_classified_as_not_sent():
@@ -565,14 +568,14 @@ def test_reset_connection_is_named_lost_with_outcome_unknown(resetting_server):
     assert "the request may have been applied" in str(err.value)
 
 
-def test_auth_plugin_failure_is_a_placement_error_saying_nothing_was_sent():
+def test_auth_plugin_failure_is_an_auth_error_saying_nothing_was_sent():
     transport = make_transport(auth=RefusingToken(URL, SECRET))
 
-    with pytest.raises(PlacementError) as err:
+    with pytest.raises(PlacementAuthError) as err:
         transport.request("PUT", PATH, json={})
 
     assert not isinstance(err.value, PlacementUnavailable)
-    assert "request not sent: AuthorizationFailure" in str(err.value)
+    assert "authentication failed: AuthorizationFailure" in str(err.value)
 
 
 def test_body_that_is_not_json_is_an_error_caused_by_text_only(wire):
@@ -588,11 +591,9 @@ def test_body_that_is_not_json_is_an_error_caused_by_text_only(wire):
 # -- no secret in what is raised or logged ------------------------------------------
 
 
-@pytest.fixture(params=["refused", "read_timeout", "reset", "auth_plugin"])
+@pytest.fixture(params=["refused", "read_timeout", "reset"])
 def failing_transport(request, closed_port, silent_server, resetting_server) -> Transport:
     """A transport with the recognisable token, whose next request fails one way."""
-    if request.param == "auth_plugin":
-        return make_transport(auth=RefusingToken(URL, SECRET))
     url = {"refused": closed_port, "read_timeout": silent_server, "reset": resetting_server}
     return make_transport(url[request.param], timeout=(1, 0.2))
 
@@ -608,6 +609,27 @@ def test_no_token_or_library_exception_is_reachable_from_a_transport_failure(
     assert err.value.__context__ is None
     assert_secret_free(err.value)
     assert [r for r in caplog.records if r.name == "reportclient"]
+    assert SECRET not in caplog.text
+
+
+def test_auth_failure_is_caused_by_keystoneauths_exception_stripped_of_the_token(caplog):
+    # Callers catch keystoneauth's auth exceptions by type, so that one is the
+    # cause; what it held (the plugin hung the token on it) is gone.
+    transport = make_transport(auth=RefusingToken(URL, SECRET))
+    with caplog.at_level(logging.DEBUG, logger="reportclient"):
+        with pytest.raises(PlacementAuthError) as err:
+            transport.request("PUT", PATH, json={})
+
+    cause = err.value.__cause__
+    assert type(cause) is ks_exc.AuthorizationFailure
+    assert err.value.__context__ is None
+    assert cause.__traceback__ is None and cause.__context__ is None
+    assert not hasattr(cause, "headers")
+    assert isinstance(cause.__cause__, TransportFailure)
+    assert_secret_free(cause.__cause__)
+    for item in (err.value, cause):
+        assert SECRET not in str(item) and SECRET not in repr(item)
+        assert SECRET not in repr(vars(item))
     assert SECRET not in caplog.text
 
 
