@@ -148,7 +148,10 @@ class ConsumerAllocations:
     """A consumer's allocations as Placement last reported or accepted them.
 
     ``generation`` is None when the consumer does not exist; the next write
-    must then expect a new consumer.
+    must then expect a new consumer. ``consumer_type`` is None when it was
+    not read: :meth:`PlacementClient.get_allocations` reads it (1.38+), while
+    the reads and writes inside an operation that names no type go at 1.37,
+    where Placement neither shows nor changes it (``UNTYPED_VERSION``).
     """
 
     consumer_uuid: str
