@@ -30,8 +30,8 @@ from reportclient.errors import InvalidInput
 __all__ = [
     "CONSUMER_GENERATION_VERSION",
     "CONSUMER_TYPE_VERSION",
+    "LEAN_VERSION",
     "MAX_VERSION",
-    "UNTYPED_VERSION",
     "Microversion",
     "choose",
     "discovered_range",
@@ -46,13 +46,16 @@ Microversion = tuple[int, int]
 CONSUMER_GENERATION_VERSION: Microversion = (1, 28)
 #: ``consumer_type`` becomes required on allocation writes.
 CONSUMER_TYPE_VERSION: Microversion = (1, 38)
-#: The newest version without consumer types. From 1.38 every allocation
-#: read or write makes Placement 16 load its consumer_types table (its
-#: attribute cache lives one request): measured on MariaDB, 16% more
-#: Placement CPU per request with 16 writers on one consumer, 2% with one
-#: writer (``bench/run.py --placement mariadb``). Reads and writes inside
-#: a write cycle that carry no consumer type are sent at most at this version.
-UNTYPED_VERSION: Microversion = (1, 37)
+#: The version for a consumer's reads and writes that set no consumer type
+#: and send no mappings: the lowest that carries generations, as nova's
+#: client sends them. Measured on Placement 16 over MariaDB (4 workers,
+#: ``bench/run.py --placement mariadb`` and the same requests alone): from
+#: 1.38 every allocation read and write loads the whole consumer_types table
+#: (its cache lives one request), 16% more Placement CPU per request with 16
+#: writers on one consumer; and 1.37 costs 6-9% more per GET, PUT and
+#: conflicting PUT than 1.28 even without types. A write that sets a type goes
+#: at the version in use, one with mappings at ``MAPPINGS_VERSION``.
+LEAN_VERSION: Microversion = CONSUMER_GENERATION_VERSION
 #: The newest version this client knows (openstack-placement 16.0.0).
 MAX_VERSION: Microversion = (1, 39)
 

@@ -39,7 +39,7 @@ from reportclient.scheduling import SchedulingOps
 from reportclient.transport import (
     DEFAULT_POOL_SIZE,
     DEFAULT_TIMEOUT,
-    UNTYPED_VERSION,
+    LEAN_VERSION,
     Microversion,
     Transport,
     format_version,
@@ -374,7 +374,7 @@ class PlacementClient(SchedulingOps):
             self._transport,
             self._cache,
             # Without a type to compare, the cycle's reads need none either
-            # (see UNTYPED_VERSION): they go at a version without types.
+            # (see LEAN_VERSION): they go at the lowest version that has generations.
             self._read_for_cycle if ctype is not None else self._read_untyped,
             consumer,
             mutate,
@@ -392,7 +392,7 @@ class PlacementClient(SchedulingOps):
         return self._read(consumer, request_id)
 
     def _read_untyped(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
-        return self._read(consumer, request_id, UNTYPED_VERSION)
+        return self._read(consumer, request_id, LEAN_VERSION)
 
 
 def _mappings(given: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]] | None:

@@ -50,7 +50,7 @@ from reportclient.models import (
     normalize_allocations,
 )
 from reportclient.outcome import Fate, already_holds, fate
-from reportclient.transport import CONSUMER_TYPE_VERSION, UNTYPED_VERSION, Transport
+from reportclient.transport import CONSUMER_TYPE_VERSION, LEAN_VERSION, Transport
 
 __all__ = ["Kind", "Mutator", "Reader", "WriteCycle"]
 
@@ -387,7 +387,13 @@ class WriteCycle:
             json=body,
             consumer_uuid=self.consumer,
             global_request_id=self._request_id,
-            at_most=None if "consumer_type" in body else UNTYPED_VERSION,
+            at_most=(
+                None
+                if "consumer_type" in body
+                else MAPPINGS_VERSION
+                if "mappings" in body
+                else LEAN_VERSION
+            ),
         )
         # Nothing else can land now: every open write carried a generation
         # this one consumed (or expected the consumer this one created).

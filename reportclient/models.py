@@ -150,8 +150,8 @@ class ConsumerAllocations:
     ``generation`` is None when the consumer does not exist; the next write
     must then expect a new consumer. ``consumer_type`` is None when it was
     not read: :meth:`PlacementClient.get_allocations` reads it (1.38+), while
-    the reads and writes inside an operation that names no type go at 1.37,
-    where Placement neither shows nor changes it (``UNTYPED_VERSION``).
+    the reads and writes inside an operation that names no type go at 1.28,
+    where Placement neither shows nor changes it (``LEAN_VERSION``).
     """
 
     consumer_uuid: str

@@ -36,8 +36,8 @@ from reportclient._netfail import (
 from reportclient._versions import (
     CONSUMER_GENERATION_VERSION,
     CONSUMER_TYPE_VERSION,
+    LEAN_VERSION,
     MAX_VERSION,
-    UNTYPED_VERSION,
     Microversion,
     choose,
     discovered_range,
@@ -60,8 +60,8 @@ __all__ = [
     "CONSUMER_TYPE_VERSION",
     "DEFAULT_POOL_SIZE",
     "DEFAULT_TIMEOUT",
+    "LEAN_VERSION",
     "MAX_VERSION",
-    "UNTYPED_VERSION",
     "Microversion",
     "Reply",
     "Transport",
@@ -247,7 +247,7 @@ class Transport:
         :param global_request_id: overrides the transport's for this request.
         :param at_most: send at no more than this version, for a request
             that needs nothing newer and costs Placement more at the newest
-            (see ``UNTYPED_VERSION``).
+            (see ``LEAN_VERSION``).
         :raises PlacementError: (a subclass where one fits) for any answer
             of 400 or more, and for failures to reach the server.
         """

@@ -154,7 +154,7 @@ def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_a
         ("PUT", path, 204),
         ("GET", path, 200),
     ]
-    # Reads and writes without a type to set go at 1.37, which shows no type.
+    # Reads and writes without a type to set go at 1.28, which shows no type.
     assert state == ConsumerAllocations(consumer, wanted, 2, PROJECT, USER, None)
     raw = placement_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 2
@@ -193,7 +193,7 @@ def test_lost_answer_to_an_add_that_landed_is_outcome_unknown_and_never_applied_
         ("GET", path, 200),
     ]
     error = caught.value
-    # An update names no type: none is sent, and the 1.37 re-read shows none.
+    # An update names no type: none is sent, and the 1.28 re-read shows none.
     assert error.sent == AllocationWrite(consumer, {compute_node: {"VCPU": 3}}, 1, PROJECT, USER)
     assert error.state == ConsumerAllocations(
         consumer, {compute_node: {"VCPU": 3}}, 2, PROJECT, USER, None

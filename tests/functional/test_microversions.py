@@ -201,10 +201,10 @@ def test_update_without_consumer_type_keeps_the_consumers_type(
         consumer, add_allocations({compute_node: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
     )
 
-    # Sent with no type, at the newest version without types (1.37: no
-    # consumer_types lookup in Placement), and Placement keeps the type.
+    # Sent with no type, at the lowest version with consumer generations
+    # (the cheapest for Placement, see LEAN_VERSION), and Placement keeps the type.
     seen = [(r.method, r.microversion) for r in real_placement.requests_seen]
-    assert seen == [("GET", "1.37"), ("PUT", "1.37")]
+    assert seen == [("GET", "1.28"), ("PUT", "1.28")]
     raw = placement_admin.get_allocations(consumer)
     assert held(raw) == {compute_node: {"VCPU": 2}}
     assert raw["consumer_type"] == "MIGRATION"

@@ -309,7 +309,7 @@ def test_claim_refuses_to_replace_what_another_writer_wrote(
 
     assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
     assert caught.value.known == ours
-    # Read at 1.37 (no type asked for, none needed): the state shows no type.
+    # Read at 1.28 (no type asked for, none needed): the state shows no type.
     assert caught.value.state == ConsumerAllocations(consumer, theirs, 2, PROJECT, USER, None)
     assert caught.value.consumer_uuid == consumer
     raw = placement_admin.get_allocations(consumer)

@@ -348,10 +348,10 @@ def test_update_without_consumer_type_keeps_the_consumers_own(wire, client, cons
 
     assert [m for m, _ in calls(wire)] == ["GET", "PUT"]
     # No type is sent, so Placement keeps MIGRATION; both requests go at the
-    # newest version without consumer types (cheaper for Placement).
+    # lowest version with consumer generations (cheaper for Placement).
     assert "consumer_type" not in sent(wire, 1)
     versions = [r.headers["OpenStack-API-Version"] for r in wire.request_history]
-    assert versions == ["placement 1.37", "placement 1.37"]
+    assert versions == ["placement 1.28", "placement 1.28"]
 
 
 def test_update_naming_a_consumer_type_reads_and_writes_it_at_1_38_or_later(

@@ -40,8 +40,8 @@ def test_negotiates_once_and_uses_highest_common_version(wire, consumer, rp):
     ]
     versions = [r.headers["OpenStack-API-Version"] for r in wire.request_history[1:]]
     # The new consumer's type needs 1.38+; the replacement of an existing
-    # consumer carries no type and goes at the newest version without types.
-    assert versions == ["placement 1.39", "placement 1.37", "placement 1.37"]
+    # consumer carries no type and goes at the lowest version with generations.
+    assert versions == ["placement 1.39", "placement 1.28", "placement 1.28"]
     assert client.microversion == "1.39"
 
 
