@@ -9,6 +9,7 @@ import math
 import os
 import platform
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -114,12 +115,16 @@ class CountingAdapter(ks_adapter.Adapter):  # type: ignore[misc]
         """Same arguments as :class:`keystoneauth1.adapter.Adapter`."""
         super().__init__(*args, **kwargs)
         self.counts: Counter[str] = Counter()
+        # Many threads share one driver in the production-shape runs; ``+=`` on a Counter
+        # is a read and a write, and an unlocked count would lose requests.
+        self.count_lock = threading.Lock()
         self.before_put: Callable[[], None] | None = None
         self.hook_seconds = 0.0
 
     def request(self, url: str, method: str, **kwargs: Any) -> Any:
         """Count, run the one-shot PUT hook if armed, then send as usual."""
-        self.counts[method] += 1
+        with self.count_lock:
+            self.counts[method] += 1
         if method == "PUT" and self.before_put is not None:
             hook, self.before_put = self.before_put, None
             began = time.perf_counter()

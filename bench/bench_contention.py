@@ -72,9 +72,15 @@ def contention_cell(
     ops_per_client: int,
     budget: float,
     admin: PlacementAdmin,
-    wire: WireCounter,
+    wire: WireCounter | None,
+    meter: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
-    """Run one (client, kind, n clients) cell on a fresh provider and return its figures."""
+    """Run one (client, kind, n clients) cell on a fresh provider and return its figures.
+
+    ``wire`` counts what the server saw (None where the server keeps no request log);
+    ``meter``, when given, reads the server's CPU seconds so far and the cell reports the
+    CPU spent while the operations ran (``placement_cpu_s``).
+    """
     rp = admin.create_provider(inventory=INVENTORY)
     shared = str(uuid.uuid4())
     start_vcpu = 0
@@ -114,7 +120,8 @@ def contention_cell(
     ]
     for thread in threads:
         thread.start()
-    position = wire.mark()
+    position = wire.mark() if wire is not None else 0
+    cpu_before = meter() if meter is not None else 0.0
     deadline_box[0] = time.perf_counter() + budget
     barrier.wait()
     began = time.perf_counter()
@@ -123,13 +130,16 @@ def contention_cell(
         # within its own retry limits (reportclient 30 s, nova 4 tries of <= 6 s sleeps).
         thread.join(budget + 60)
     wall = time.perf_counter() - began
+    cpu = meter() - cpu_before if meter is not None else None
     for worker in workers:
         if worker.crashed is not None:
             raise RuntimeError("a benchmark thread crashed") from worker.crashed
     if any(t.is_alive() for t in threads):
         raise RuntimeError("a benchmark thread did not finish in time")
     planned = clients * ops_per_client
-    return _cell_result(workers, wall, rp, start_vcpu, admin, wire, position, planned)
+    result = _cell_result(workers, wall, rp, start_vcpu, admin, wire, position, planned)
+    result["placement_cpu_s"] = cpu
+    return result
 
 
 def _cell_result(
@@ -138,7 +148,7 @@ def _cell_result(
     rp: str,
     start_vcpu: int,
     admin: PlacementAdmin,
-    wire: WireCounter,
+    wire: WireCounter | None,
     position: int,
     planned: int,
 ) -> dict[str, Any]:
@@ -150,7 +160,7 @@ def _cell_result(
     for w in workers:
         errors.update(w.errors)
     ops = len(retries)
-    server_puts = wire.count_since(position, "PUT")
+    server_puts = wire.count_since(position, "PUT") if wire is not None else None
     client_puts = sum(w.driver.wire.counts["PUT"] for w in workers)
     vcpu = admin.usages(rp).get("VCPU", 0)
     return {
@@ -169,7 +179,7 @@ def _cell_result(
         "requests_per_op": sum(requests) / ops if ops else 0.0,
         "server_puts": server_puts,
         "client_puts": client_puts,
-        "puts_match": server_puts == client_puts,
+        "puts_match": None if server_puts is None else server_puts == client_puts,
         "usage_vcpu": vcpu,
         "expected_vcpu": start_vcpu + ok,
         "lost_updates": start_vcpu + ok - vcpu,

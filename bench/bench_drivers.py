@@ -7,6 +7,7 @@ method plus a one-shot hook run just before the next PUT leaves.
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections import Counter
@@ -100,6 +101,12 @@ class _BareWire:
         self.counts: Counter[str] = Counter()
         self.before_put: Callable[[], None] | None = None
         self.hook_seconds = 0.0
+        self._lock = threading.Lock()
+
+    def count(self, method: str) -> None:
+        # Shared by many threads in the production-shape runs: a locked increment.
+        with self._lock:
+            self.counts[method] += 1
 
 
 class BareDriver:
@@ -126,7 +133,7 @@ class BareDriver:
         self.wire = _BareWire()
 
     def _get(self, consumer: str) -> dict[str, Any]:
-        self.wire.counts["GET"] += 1
+        self.wire.count("GET")
         resp = self.session.get(f"{self.url}/allocations/{consumer}")
         if resp.status_code != 200:
             raise BareError(f"GET {resp.status_code}: {resp.text[:200]}")
@@ -134,7 +141,7 @@ class BareDriver:
         return body
 
     def _put(self, consumer: str, body: dict[str, Any]) -> None:
-        self.wire.counts["PUT"] += 1
+        self.wire.count("PUT")
         if self.wire.before_put is not None:
             hook, self.wire.before_put = self.wire.before_put, None
             began = time.perf_counter()
@@ -196,7 +203,7 @@ class KeystoneauthDriver(BareDriver):
         self.adapter = make_adapter(url, token, adapter_class=ks_adapter.Adapter)
 
     def _put(self, consumer: str, body: dict[str, Any]) -> None:
-        self.wire.counts["PUT"] += 1
+        self.wire.count("PUT")
         resp = self.adapter.put(
             f"/allocations/{consumer}",
             json=body,

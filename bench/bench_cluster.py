@@ -1,0 +1,375 @@
+"""Production shape: the real Placement behind N gunicorn workers over MariaDB or PostgreSQL.
+
+Two workloads, each variant measured beside the others in the same run:
+
+* **Fresh claims** at 1, 4, 16 and 64 threads sharing one client per variant (how a
+  scheduler process uses its client): reportclient, the bare ``PUT`` floor and nova's
+  ``SchedulerReportClient``. Variants take turns in rounds (A B C, B C A, ...) so drift on a
+  shared machine hits them alike.
+* **Contention**: 16 and 64 writers (one client each, as separate schedulers would be) each
+  adding one VCPU to the same consumer. Success rate, requests per update and Placement CPU
+  per *successful* update; the final usage is read back, so a lost update would show.
+
+Placement CPU is the user + system time of every gunicorn process (master and workers), read
+from ``/proc`` before and after each cell: unlike wall time it does not depend on what else
+the machine is doing, and it is the cost a client puts on the shared service. The database
+server's own CPU is not included (it is shared with everything else on the machine).
+Requests are counted on the client side: the cluster keeps no request log, and every
+variant's requests go through a counting adapter or session.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bench_common import INVENTORY, latency_ms, mark, package_version
+from bench_contention import contention_cell
+from bench_drivers import BareDriver, Driver, NovaDriver, ReportclientDriver
+from bench_report import table
+
+from reportclient.testing import PlacementAdmin, PlacementCluster
+from reportclient.transport import size_pool
+
+RC, BARE, NOVA = "reportclient", "bare PUT", "nova"
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cluster_cpu_seconds(cluster: PlacementCluster) -> float:
+    """User + system CPU seconds of the gunicorn master and its live workers so far."""
+    total = 0
+    for pid in [cluster.master_pid, *cluster.worker_pids()]:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+        except FileNotFoundError:
+            continue
+        # After "pid (comm)": state is field 0, utime 11, stime 12 (proc(5) fields 14, 15).
+        total += int(fields[11]) + int(fields[12])
+    return total / _TICK
+
+
+def _pool(driver: Driver, size: int) -> Driver:
+    """Give a driver's HTTP session room for ``size`` threads, whichever client it is."""
+    session = getattr(driver, "session", None)
+    if session is None:
+        session = driver.wire.session.session  # type: ignore[attr-defined]
+    size_pool(session, size)
+    return driver
+
+
+def _claims_cell(
+    driver: Driver, rp: str, threads: int, per_thread: int, meter: Callable[[], float]
+) -> dict[str, Any]:
+    """``threads`` threads share ``driver``; each makes ``per_thread`` fresh claims."""
+    latencies: list[float] = []
+    errors: Counter[str] = Counter()
+    lock = threading.Lock()
+    barrier = threading.Barrier(threads + 1)
+
+    def work() -> None:
+        mine: list[float] = []
+        barrier.wait()
+        for _ in range(per_thread):
+            began = time.perf_counter()
+            try:
+                driver.claim(str(uuid.uuid4()), rp)
+            except Exception as exc:  # counted and shown, never fatal to the run
+                with lock:
+                    errors[type(exc).__name__] += 1
+                continue
+            mine.append(time.perf_counter() - began)
+        with lock:
+            latencies.extend(mine)
+
+    pool = [threading.Thread(target=work, daemon=True) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    before = Counter(driver.wire.counts)
+    cpu = meter()
+    barrier.wait()
+    began = time.perf_counter()
+    for thread in pool:
+        thread.join(300)
+    wall = time.perf_counter() - began
+    if any(t.is_alive() for t in pool):
+        raise RuntimeError("a claim thread did not finish within 300 s")
+    return {
+        "wall": wall,
+        "cpu": meter() - cpu,
+        "latencies": latencies,
+        "errors": errors,
+        "requests": sum((driver.wire.counts - before).values()),
+    }
+
+
+def fresh_claims(
+    drivers: dict[str, Callable[[], Driver]],
+    admin: PlacementAdmin,
+    meter: Callable[[], float],
+    threads_list: Sequence[int],
+    claims: dict[int, int],
+    rounds: int,
+) -> list[dict[str, Any]]:
+    """One row per (threads, variant): claims/s, requests and Placement CPU per claim."""
+    rows: list[dict[str, Any]] = []
+    for threads in threads_list:
+        rp = admin.create_provider(inventory=INVENTORY)
+        made = {name: _pool(factory(), max(threads, 10)) for name, factory in drivers.items()}
+        names = list(made)
+        for driver in made.values():  # unmeasured: connections, imports, caches
+            for _ in range(3):
+                driver.claim(str(uuid.uuid4()), rp)
+        per_thread = max(1, claims[threads] // (threads * rounds))
+        cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        for r in range(rounds):
+            shift = r % len(names)
+            for name in [*names[shift:], *names[:shift]]:
+                cells[name].append(_claims_cell(made[name], rp, threads, per_thread, meter))
+        for name in names:
+            done = cells[name]
+            latencies = [x for c in done for x in c["latencies"]]
+            errors: Counter[str] = Counter()
+            for c in done:
+                errors.update(c["errors"])
+            ops = len(latencies) + sum(errors.values())
+            wall = sum(c["wall"] for c in done)
+            rows.append(
+                {
+                    "threads": threads,
+                    "variant": name,
+                    "ops": ops,
+                    "ok": len(latencies),
+                    "errors": dict(errors),
+                    "claims_per_s": len(latencies) / wall if wall else 0.0,
+                    "requests_per_claim": sum(c["requests"] for c in done) / ops,
+                    "cpu_ms_per_claim": 1000 * sum(c["cpu"] for c in done) / ops,
+                    **latency_ms(latencies),
+                }
+            )
+    return rows
+
+
+def contention(
+    factories: dict[str, Callable[[], Driver]],
+    admin: PlacementAdmin,
+    meter: Callable[[], float],
+    writers_list: Sequence[int],
+    updates: dict[int, int],
+    rounds: int,
+    budget: float,
+) -> list[dict[str, Any]]:
+    """One row per (writers, variant), summed over ``rounds`` interleaved cells."""
+    rows: list[dict[str, Any]] = []
+    for writers in writers_list:
+        names = list(factories)
+        cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        for r in range(rounds):
+            shift = r % len(names)
+            for name in [*names[shift:], *names[:shift]]:
+                per_writer = max(1, updates[writers] // (writers * rounds))
+                cells[name].append(
+                    contention_cell(
+                        factories[name], "consumer", writers, per_writer, budget, admin, None, meter
+                    )
+                )
+        for name in names:
+            done = cells[name]
+            ops = sum(c["ops"] for c in done)
+            ok = sum(c["ok"] for c in done)
+            cpu = sum(c["placement_cpu_s"] for c in done)
+            errors: Counter[str] = Counter()
+            for c in done:
+                errors.update(c["errors"])
+            rows.append(
+                {
+                    "writers": writers,
+                    "variant": name,
+                    "ops": ops,
+                    "ok": ok,
+                    "errors": dict(errors),
+                    "success_rate": ok / ops if ops else 0.0,
+                    "updates_per_s": ok / sum(c["wall_s"] for c in done),
+                    "requests_per_op": sum(c["requests_per_op"] * c["ops"] for c in done) / ops,
+                    "puts_per_op": sum(c["client_puts"] for c in done) / ops,
+                    "cpu_ms_per_success": 1000 * cpu / ok if ok else float("inf"),
+                    "lost_updates": sum(c["lost_updates"] for c in done),
+                    "hit_time_budget": any(c["hit_time_budget"] for c in done),
+                }
+            )
+    return rows
+
+
+def run(
+    database: str,
+    workers: int,
+    nova: Any,
+    sizes: dict[str, Any],
+    progress: Callable[[str], None],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Start the cluster, run both workloads, stop it; return (meta, results)."""
+    with PlacementCluster(database, workers=workers) as cluster:
+        url, token = cluster.url, cluster.token
+        meta = {
+            "server": (
+                f"real Placement {package_version('openstack-placement')} behind {workers} "
+                f"gunicorn sync workers over {database} ({cluster.server_url.split('@')[-1]}, "
+                "a fresh database); clients in this process"
+            )
+        }
+        admin = PlacementAdmin(url, token)
+        meter = lambda: cluster_cpu_seconds(cluster)  # noqa: E731
+        claimers: dict[str, Callable[[], Driver]] = {
+            RC: lambda: ReportclientDriver(url, token),
+            BARE: lambda: BareDriver(url, token, get_first=False),
+        }
+        writers: dict[str, Callable[[], Driver]] = {RC: lambda: ReportclientDriver(url, token)}
+        if nova is not None:
+            claimers[NOVA] = lambda: NovaDriver(nova, url, token)
+            writers[NOVA] = lambda: NovaDriver(nova, url, token)
+        progress(f"production shape: fresh claims on {database} x{workers}")
+        claims = fresh_claims(
+            claimers, admin, meter, sizes["threads"], sizes["claims"], sizes["rounds"]
+        )
+        progress(f"production shape: contention on {database} x{workers}")
+        rows = contention(
+            writers,
+            admin,
+            meter,
+            sizes["writers"],
+            sizes["updates"],
+            sizes["contention_rounds"],
+            sizes["budget"],
+        )
+        admin.close()
+    results = {"fresh_claims": claims, "contention": rows}
+    results["targets"] = cluster_targets(results)
+    return meta, results
+
+
+def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The production-shape goals, each with its measured figure."""
+    out: list[dict[str, Any]] = []
+    claims = {(r["threads"], r["variant"]): r for r in results["fresh_claims"]}
+    for threads in sorted({t for t, _ in claims}):
+        rc, bare = claims.get((threads, RC)), claims.get((threads, BARE))
+        if rc and bare and bare["claims_per_s"]:
+            ratio = rc["claims_per_s"] / bare["claims_per_s"]
+            out.append(
+                {
+                    "target": f"fresh claims/s vs bare PUT, {threads} threads",
+                    "goal": ">= 0.95",
+                    "measured": ratio,
+                    "pass": ratio >= 0.95,
+                }
+            )
+    rows = {(r["writers"], r["variant"]): r for r in results["contention"]}
+    for writers in sorted({w for w, _ in rows}):
+        rc, nova = rows.get((writers, RC)), rows.get((writers, NOVA))
+        if rc is None:
+            continue
+        out.append(
+            {
+                "target": f"lost updates, {writers} writers",
+                "goal": "= 0",
+                "measured": rc["lost_updates"],
+                "pass": rc["lost_updates"] == 0,
+            }
+        )
+        if nova is None:
+            continue
+        out.append(
+            {
+                "target": f"Placement CPU per successful update vs nova, {writers} writers",
+                "goal": "<= 1.00",
+                "measured": rc["cpu_ms_per_success"] / nova["cpu_ms_per_success"],
+                "pass": rc["cpu_ms_per_success"] <= nova["cpu_ms_per_success"],
+            }
+        )
+        out.append(
+            {
+                "target": f"success rate vs nova, {writers} writers",
+                "goal": ">= nova",
+                "measured": f"{rc['success_rate']:.2f} vs {nova['success_rate']:.2f}",
+                "pass": rc["success_rate"] >= nova["success_rate"],
+            }
+        )
+    return out
+
+
+def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
+    """The production-shape tables and targets as printable lines."""
+    lines = [
+        f"Placement: {meta['server']}",
+        f"machine: {meta.get('cpu_model')}, {meta.get('cores')} cores, Python {meta.get('python')}",
+        "",
+    ]
+    claims = results["fresh_claims"]
+    base = {r["threads"]: r["claims_per_s"] for r in claims if r["variant"] == BARE}
+    lines.append("Fresh claims: one client shared by T threads, one new consumer per claim")
+    lines += table(
+        [
+            "threads",
+            "variant",
+            "claims/s",
+            "x bare",
+            "req/claim",
+            "CPU ms/claim",
+            "p50 ms",
+            "p99 ms",
+            "errors",
+        ],
+        [
+            [
+                str(r["threads"]),
+                r["variant"],
+                r["claims_per_s"],
+                r["claims_per_s"] / base[r["threads"]] if base.get(r["threads"]) else None,
+                r["requests_per_claim"],
+                r["cpu_ms_per_claim"],
+                r["p50_ms"],
+                r["p99_ms"],
+                sum(r["errors"].values()),
+            ]
+            for r in claims
+        ],
+    )
+    lines += ["", "Contention: W writers (one client each) add 1 VCPU to the same consumer"]
+    lines += table(
+        [
+            "writers",
+            "variant",
+            "ok/ops",
+            "success",
+            "updates/s",
+            "req/op",
+            "PUT/op",
+            "CPU ms/success",
+            "lost",
+        ],
+        [
+            [
+                str(r["writers"]),
+                r["variant"],
+                f"{r['ok']}/{r['ops']}",
+                r["success_rate"],
+                r["updates_per_s"],
+                r["requests_per_op"],
+                r["puts_per_op"],
+                r["cpu_ms_per_success"],
+                r["lost_updates"],
+            ]
+            for r in results["contention"]
+        ],
+    )
+    lines += ["", "Targets"]
+    lines += table(
+        ["target", "goal", "measured", ""],
+        [[t["target"], t["goal"], t["measured"], mark(t["pass"])] for t in results["targets"]],
+    )
+    return lines
