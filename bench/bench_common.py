@@ -209,6 +209,17 @@ class WireCounter:
         return sum(1 for r in self.since(position) if method is None or r.method == method)
 
 
+def emit(lines: list[str], meta: dict[str, Any], results: dict[str, Any], path: Path) -> int:
+    """Print the table with the wall time, write ``{"meta", "results"}`` as JSON; return 0."""
+    lines = [*lines, f"\nwall time {meta['wall_seconds']:.1f} s; JSON: {path}"]
+    print("\n".join(lines))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps({"meta": meta, "results": results}, indent=2) + "\n", encoding="utf-8"
+    )
+    return 0
+
+
 def server_description(server: PlacementServer) -> str:
     """One line on how the server runs, for the table header."""
     where = "tmpfs" if str(server.db_path).startswith(_TMPFS) else "disk"

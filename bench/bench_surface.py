@@ -26,7 +26,6 @@ import argparse
 import dataclasses
 import datetime
 import functools
-import json
 import math
 import re
 import sys
@@ -47,6 +46,7 @@ from bench_common import (  # noqa: E402
     PROJECT,
     USER,
     WireCounter,
+    emit,
     latency_ms,
     machine_info,
     percentile,
@@ -375,14 +375,7 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = run([rc, *extra, *nova.get(name, [])])
         admin.close()
     meta["wall_seconds"] = time.perf_counter() - began
-    lines = render(meta, results)
-    lines.append(f"\nwall time {meta['wall_seconds']:.1f} s; JSON: {args.json}")
-    print("\n".join(lines))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n", encoding="utf-8"
-    )
-    return 0
+    return emit(render(meta, results), meta, results, args.json)
 
 
 if __name__ == "__main__":

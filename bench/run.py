@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ import bench_overhead  # noqa: E402
 from bench_common import (  # noqa: E402
     INVENTORY,
     WireCounter,
+    emit,
     machine_info,
     placement_server,
     quiet_logging,
@@ -275,14 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     results["targets"] = targets(results)
     meta["wall_seconds"] = time.perf_counter() - began
 
-    lines = render(meta, results)
-    lines.append(f"\nwall time {meta['wall_seconds']:.1f} s; JSON: {args.json}")
-    print("\n".join(lines))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n", encoding="utf-8"
-    )
-    return 0
+    return emit(render(meta, results), meta, results, args.json)
 
 
 def _production_shape(
@@ -297,14 +290,7 @@ def _production_shape(
     )
     meta.update(server)
     meta["wall_seconds"] = time.perf_counter() - began
-    lines = bench_cluster.render(meta, results)
-    lines.append(f"\nwall time {meta['wall_seconds']:.1f} s; JSON: {args.json}")
-    print("\n".join(lines))
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n", encoding="utf-8"
-    )
-    return 0
+    return emit(bench_cluster.render(meta, results), meta, results, args.json)
 
 
 if __name__ == "__main__":
