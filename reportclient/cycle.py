@@ -266,10 +266,11 @@ class WriteCycle:
         if fresh and already_holds(current, desired, owner, self._ctype):
             return current
         # A type goes only where it is asked for or needed: a consumer this
-        # write creates. Otherwise Placement keeps the consumer's own type,
-        # and the write can go at a version without consumer types.
+        # write makes appear (missing, or Placement's invisible empty
+        # record). Otherwise Placement keeps the consumer's own type, and
+        # the write can go at a version without consumer types.
         ctype = self._ctype
-        if ctype is None and not current.exists and desired:
+        if ctype is None and not current.allocations and desired:
             ctype = DEFAULT_CONSUMER_TYPE
         return AllocationWrite(self.consumer, desired, current.generation, *owner, ctype)
 

@@ -146,7 +146,9 @@ def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consu
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
     consumer = new_id()
-    emptied = placement_admin.put_allocations(consumer, raw_body({}, None))
+    emptied = placement_admin.put_allocations(
+        consumer, raw_body({}, None, consumer_type="MIGRATION")
+    )
     assert emptied.status_code == 204, emptied.text
     assert placement_admin.get_allocations(consumer) == {"allocations": {}}
     client = make_client(real_placement)
@@ -160,6 +162,8 @@ def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consu
     raw = placement_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 1
     assert held(raw) == {compute_node: {"VCPU": 1}}
+    # The claim that makes it appear sets a type, as for any new consumer.
+    assert raw["consumer_type"] == "INSTANCE"
 
 
 def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_failed(
@@ -180,6 +184,8 @@ def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_faile
     raw = placement_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 1
     assert held(raw) == {compute_node: {"VCPU": 1}}
+    # The claim that makes it appear sets a type, as for any new consumer.
+    assert raw["consumer_type"] == "INSTANCE"
 
 
 def test_claim_elsewhere_after_capacity_exceeded_is_one_put(
