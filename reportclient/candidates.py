@@ -28,7 +28,7 @@ from reportclient.candidate_results import (
     ResourceSummary,
 )
 from reportclient.errors import InvalidInput
-from reportclient.models import is_valid_name, validate_uuid
+from reportclient.models import MAX_INT, is_valid_name, validate_uuid
 from reportclient.transport import Microversion
 
 __all__ = [
@@ -64,7 +64,6 @@ SAME_SUBTREE_VERSION: Microversion = (1, 36)
 ANY_TRAIT_VERSION: Microversion = (1, 39)
 
 _BASE_VERSION: Microversion = (1, 28)
-_MAX_AMOUNT = 2**31 - 1
 _MAX_NAME = 255
 _SUFFIX = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NUMERIC_SUFFIX = re.compile(r"[1-9][0-9]*")
@@ -185,14 +184,8 @@ def _resources(value: object) -> dict[str, int]:
     for rc, amount in value.items():
         if not is_valid_name(rc):
             raise InvalidInput(f"resource class must match ^[A-Z0-9_]+$, got {rc!r}")
-        if (
-            isinstance(amount, bool)
-            or not isinstance(amount, int)
-            or not 1 <= amount <= _MAX_AMOUNT
-        ):
-            raise InvalidInput(
-                f"amount of {rc} must be an int from 1 to {_MAX_AMOUNT}, got {amount!r}"
-            )
+        if isinstance(amount, bool) or not isinstance(amount, int) or not 1 <= amount <= MAX_INT:
+            raise InvalidInput(f"amount of {rc} must be an int from 1 to {MAX_INT}, got {amount!r}")
         out[rc] = amount
     return out
 

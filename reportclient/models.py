@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 from reportclient.errors import InvalidInput
 
 __all__ = [
+    "MAX_INT",
     "AllocationWrite",
     "Allocations",
     "ConsumerAllocations",
@@ -36,8 +37,8 @@ _MAX_ID_LEN = 255
 _MAX_TYPE_LEN = 255
 # Keys of one provider's entry in Placement's allocations documents.
 _ENTRY_KEYS = frozenset({"resources", "generation"})
-# Placement stores amounts in a signed 32-bit column.
-_MAX_AMOUNT = 2**31 - 1
+#: The largest integer Placement stores (amounts, inventory fields): a signed 32-bit column.
+MAX_INT = 2**31 - 1
 
 
 def validate_uuid(value: object, what: str = "consumer_uuid") -> str:
@@ -113,9 +114,9 @@ def normalize_allocations(allocations: object) -> dict[str, dict[str, int]]:
             # bool is an int subclass; True is not a meaningful amount.
             if isinstance(amount, bool) or not isinstance(amount, int):
                 raise InvalidInput(f"amount of {rc} on {rp_uuid} must be an int, got {amount!r}")
-            if amount < 1 or amount > _MAX_AMOUNT:
+            if amount < 1 or amount > MAX_INT:
                 raise InvalidInput(
-                    f"amount of {rc} on {rp_uuid} must be between 1 and {_MAX_AMOUNT}, got {amount}"
+                    f"amount of {rc} on {rp_uuid} must be between 1 and {MAX_INT}, got {amount}"
                 )
             clean[rc] = amount
         result[rp_uuid] = clean

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reportclient.errors import InvalidInput
-from reportclient.models import validate_uuid
+from reportclient.models import MAX_INT, validate_uuid
 
 __all__ = [
     "MAX_INVENTORY_INT",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: The largest integer Placement stores in an inventory field.
-MAX_INVENTORY_INT = 0x7FFFFFFF
+MAX_INVENTORY_INT = MAX_INT
 
 _NAME = re.compile(r"[A-Z0-9_]{1,255}")
 _CUSTOM = re.compile(r"CUSTOM_[A-Z0-9_]{1,248}")
