@@ -19,6 +19,7 @@ one ``GET /`` through the transport, as before discovery was used.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -83,8 +84,9 @@ def parse_version(value: str) -> Microversion:
     return _pair(value)
 
 
+@functools.lru_cache(maxsize=64)
 def format_version(version: Microversion) -> str:
-    """Turn ``(1, 39)`` into ``"1.39"``."""
+    """Turn ``(1, 39)`` into ``"1.39"``; memoised, as every request formats its version."""
     return discover.version_to_string(version)
 
 

@@ -312,15 +312,16 @@ class Transport:
         request_id = resp.headers.get("x-openstack-request-id") or resp.headers.get(
             "openstack-request-id"
         )
-        LOG.debug(
-            "%s %s -> %s (placement %s, %s, %.1f ms)",
-            method,
-            path,
-            resp.status_code,
-            format_version(version) if version else "-",
-            request_id,
-            elapsed,
-        )
+        if LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug(
+                "%s %s -> %s (placement %s, %s, %.1f ms)",
+                method,
+                path,
+                resp.status_code,
+                format_version(version) if version else "-",
+                request_id,
+                elapsed,
+            )
         if resp.status_code >= 400:
             raise error_from_response(
                 status=resp.status_code,
