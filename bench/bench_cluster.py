@@ -21,6 +21,7 @@ variant's requests go through a counting adapter or session.
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 import uuid
@@ -37,6 +38,10 @@ from reportclient.testing import PlacementAdmin, PlacementCluster
 from reportclient.transport import size_pool
 
 RC, BARE, NOVA = "reportclient", "bare PUT", "nova"
+#: The bare PUT again, measured as a variant of its own: its "x bare" is the noise floor.
+CONTROL = "bare PUT again"
+#: nova again, as a contention variant of its own: the noise floor of "vs nova".
+NOVA_CONTROL = "nova again"
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -116,43 +121,62 @@ def fresh_claims(
     claims: dict[int, int],
     rounds: int,
 ) -> list[dict[str, Any]]:
-    """One row per (threads, variant): claims/s, requests and Placement CPU per claim."""
+    """One row per (threads, variant): claims/s, requests and Placement CPU per claim.
+
+    Each variant first runs one unmeasured cell at the thread count (Placement's workers,
+    the database's buffers and the client's connections warm up on someone's time, and it
+    must not be the first variant's). Measured cells then take turns in a rotating order,
+    each on a provider of its own so that no variant claims on a provider the others
+    filled. ``x bare`` per round pairs a variant's cell with the bare PUT's cell of the same
+    round; their median and range say how far one round's ratio can wander.
+    """
     rows: list[dict[str, Any]] = []
     for threads in threads_list:
-        rp = admin.create_provider(inventory=INVENTORY)
         made = {name: _pool(factory(), max(threads, 10)) for name, factory in drivers.items()}
         names = list(made)
-        for driver in made.values():  # unmeasured: connections, imports, caches
-            for _ in range(3):
-                driver.claim(str(uuid.uuid4()), rp)
         per_thread = max(1, claims[threads] // (threads * rounds))
+        warm_rp = admin.create_provider(inventory=INVENTORY)
+        for driver in made.values():
+            _claims_cell(driver, warm_rp, threads, per_thread, meter)
         cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         for r in range(rounds):
             shift = r % len(names)
             for name in [*names[shift:], *names[:shift]]:
+                rp = admin.create_provider(inventory=INVENTORY)
                 cells[name].append(_claims_cell(made[name], rp, threads, per_thread, meter))
         for name in names:
-            done = cells[name]
-            latencies = [x for c in done for x in c["latencies"]]
-            errors: Counter[str] = Counter()
-            for c in done:
-                errors.update(c["errors"])
-            ops = len(latencies) + sum(errors.values())
-            wall = sum(c["wall"] for c in done)
-            rows.append(
-                {
-                    "threads": threads,
-                    "variant": name,
-                    "ops": ops,
-                    "ok": len(latencies),
-                    "errors": dict(errors),
-                    "claims_per_s": len(latencies) / wall if wall else 0.0,
-                    "requests_per_claim": sum(c["requests"] for c in done) / ops,
-                    "cpu_ms_per_claim": 1000 * sum(c["cpu"] for c in done) / ops,
-                    **latency_ms(latencies),
-                }
-            )
+            rows.append(_claims_row(threads, name, cells[name], cells.get(BARE)))
     return rows
+
+
+def _claims_row(
+    threads: int, name: str, done: list[dict[str, Any]], bare: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    latencies = [x for c in done for x in c["latencies"]]
+    errors: Counter[str] = Counter()
+    for c in done:
+        errors.update(c["errors"])
+    ops = len(latencies) + sum(errors.values())
+    wall = sum(c["wall"] for c in done)
+    paired = [
+        (len(mine["latencies"]) / mine["wall"]) / (len(base["latencies"]) / base["wall"])
+        for mine, base in zip(done, bare or [], strict=False)
+        if base["latencies"] and mine["wall"] and base["wall"]
+    ]
+    return {
+        "threads": threads,
+        "variant": name,
+        "ops": ops,
+        "ok": len(latencies),
+        "errors": dict(errors),
+        "claims_per_s": len(latencies) / wall if wall else 0.0,
+        "requests_per_claim": sum(c["requests"] for c in done) / ops,
+        "cpu_ms_per_claim": 1000 * sum(c["cpu"] for c in done) / ops,
+        "round_ratio_median": statistics.median(paired) if paired else None,
+        "round_ratio_min": min(paired, default=None),
+        "round_ratio_max": max(paired, default=None),
+        **latency_ms(latencies),
+    }
 
 
 def contention(
@@ -227,11 +251,13 @@ def run(
         claimers: dict[str, Callable[[], Driver]] = {
             RC: lambda: ReportclientDriver(url, token),
             BARE: lambda: BareDriver(url, token, get_first=False),
+            CONTROL: lambda: BareDriver(url, token, get_first=False),
         }
         writers: dict[str, Callable[[], Driver]] = {RC: lambda: ReportclientDriver(url, token)}
         if nova is not None:
             claimers[NOVA] = lambda: NovaDriver(nova, url, token)
             writers[NOVA] = lambda: NovaDriver(nova, url, token)
+            writers[NOVA_CONTROL] = lambda: NovaDriver(nova, url, token)
         progress(f"production shape: fresh claims on {database} x{workers}")
         claims = fresh_claims(
             claimers, admin, meter, sizes["threads"], sizes["claims"], sizes["rounds"]
@@ -268,6 +294,16 @@ def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "pass": ratio >= 0.95,
                 }
             )
+        control = claims.get((threads, CONTROL))
+        if control and bare and bare["claims_per_s"]:
+            out.append(
+                {
+                    "target": f"(noise floor) bare PUT again vs bare PUT, {threads} threads",
+                    "goal": "1.00",
+                    "measured": control["claims_per_s"] / bare["claims_per_s"],
+                    "pass": None,
+                }
+            )
     rows = {(r["writers"], r["variant"]): r for r in results["contention"]}
     for writers in sorted({w for w, _ in rows}):
         rc, nova = rows.get((writers, RC)), rows.get((writers, NOVA))
@@ -291,6 +327,16 @@ def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "pass": rc["cpu_ms_per_success"] <= nova["cpu_ms_per_success"],
             }
         )
+        control = rows.get((writers, NOVA_CONTROL))
+        if control is not None:
+            out.append(
+                {
+                    "target": f"(noise floor) nova again vs nova, {writers} writers",
+                    "goal": "1.00",
+                    "measured": control["cpu_ms_per_success"] / nova["cpu_ms_per_success"],
+                    "pass": None,
+                }
+            )
         out.append(
             {
                 "target": f"success rate vs nova, {writers} writers",
@@ -318,6 +364,7 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
             "variant",
             "claims/s",
             "x bare",
+            "x bare by round",
             "req/claim",
             "CPU ms/claim",
             "p50 ms",
@@ -330,6 +377,7 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
                 r["variant"],
                 r["claims_per_s"],
                 r["claims_per_s"] / base[r["threads"]] if base.get(r["threads"]) else None,
+                _round_ratios(r),
                 r["requests_per_claim"],
                 r["cpu_ms_per_claim"],
                 r["p50_ms"],
@@ -373,3 +421,13 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
         [[t["target"], t["goal"], t["measured"], mark(t["pass"])] for t in results["targets"]],
     )
     return lines
+
+
+def _round_ratios(row: dict[str, Any]) -> str:
+    """``median [min-max]`` of a variant's per-round claims/s over the bare PUT's."""
+    if row.get("round_ratio_median") is None:
+        return "-"
+    return (
+        f"{row['round_ratio_median']:.2f} "
+        f"[{row['round_ratio_min']:.2f}-{row['round_ratio_max']:.2f}]"
+    )

@@ -103,7 +103,7 @@ QUICK: dict[str, Any] = {
 # of fresh claims, 6 of contention) keep the ratios within a few percent.
 CLUSTER_FULL: dict[str, Any] = {
     "threads": [1, 4, 16, 64],
-    "claims": {1: 400, 4: 640, 16: 1024, 64: 1536},
+    "claims": {1: 400, 4: 640, 16: 2048, 64: 3072},
     "rounds": 8,
     "writers": [16, 64],
     "updates": {16: 384, 64: 384},
