@@ -64,7 +64,7 @@ def test_server_side_conflicts_are_retried_until_the_write_lands(fake, client, r
         ("GET", 200),
         ("PUT", 204),
     ]
-    assert sleeps == [2.0, 4.0, 8.0]
+    assert sleeps == [3.0, 6.0, 8.0]
     assert state.generation == fake.consumer_generation(consumer) == 1
 
 
@@ -167,7 +167,7 @@ def test_another_writer_between_read_and_write_is_seen_by_mutate_by_default(
         ("GET", 200),
         ("PUT", 204),
     ]
-    assert sleeps == [2.0]  # a write from a fresh read lost: contention, back off
+    assert sleeps == [3.0]  # a write from a fresh read lost: contention, back off
     assert fake.allocations(consumer) == {rp: {"VCPU": 2}, other_rp: {"VCPU": 2}}
     assert state.generation == fake.consumer_generation(consumer) == 3
 

@@ -130,7 +130,7 @@ def test_unreachable_placement_raises_unavailable_once_retries_are_spent(
 
     # attempt 1: PUT, GET (both fail); attempts 2 and 3: the GET comes first
     assert [m for m, _ in calls(wire)] == ["PUT", "GET", "GET", "GET"]
-    assert sleeps == [2.0, 4.0]
+    assert sleeps == [3.0, 6.0]
     assert err.value.consumer_uuid == consumer
     # the PUT whose answer was lost may still land: the error says which write
     assert err.value.sent.consumer_generation is None
@@ -166,7 +166,7 @@ def test_refused_connection_keeps_the_cache_and_rewrites_without_reading(
     assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "PUT"]
     assert sent(wire, 2)["consumer_generation"] == 1
     assert state.generation == 2
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
 
 
 def test_refused_connection_rewrites_after_reading_again_by_default(
@@ -181,7 +181,7 @@ def test_refused_connection_rewrites_after_reading_again_by_default(
     assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT", "GET", "PUT"]
     assert sent(wire, 4)["consumer_generation"] == 1
     assert state.generation == 2
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
 
 
 def test_refused_connection_until_retries_are_spent_is_unavailable_not_unknown(

@@ -97,7 +97,7 @@ def test_lost_add_whose_reread_fails_is_judged_by_the_next_read_and_not_resent(
     # N+1 holding exactly what was sent: ours, or another writer's same write
     assert methods(wire) == ["GET", "PUT", "GET", "GET"]
     assert err.value.state.generation == 2
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
 
 
 @pytest.mark.parametrize("status", [500, 507])
@@ -137,7 +137,7 @@ def test_lost_add_that_did_not_land_is_retried_carrying_the_same_generation(
     assert sent(wire, 3)["consumer_generation"] == 1
     assert sent(wire, 3)["allocations"] == {A: {"resources": {"VCPU": 2}}}
     assert state.generation == 2
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
 
 
 def test_lost_add_overtaken_by_one_other_write_is_recomputed_from_the_reread(
@@ -257,7 +257,7 @@ def test_lost_claim_whose_reread_fails_is_success_once_a_read_shows_it(
     assert methods(wire) == ["PUT", "GET", "GET"]
     assert state.generation == 1
     assert state.allocations == {A: {"VCPU": 8}}
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
 
 
 def test_capacity_refusal_while_a_lost_claim_may_still_land_is_outcome_unknown(

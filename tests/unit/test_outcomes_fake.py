@@ -111,7 +111,7 @@ def test_lost_add_whose_reread_fails_is_not_added_twice(fake, client, consumer, 
         ("GET", 503, "fail"),
         ("GET", 200, None),
     ]
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
     assert fake.allocations(consumer) == {a: {"VCPU": 2}}
 
 

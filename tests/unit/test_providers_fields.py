@@ -74,7 +74,7 @@ def test_inventory_conflict_rereads_and_keeps_the_class_another_writer_added(
         ("GET", "inventories", 200),
         ("PUT", "inventories", 200),
     ]
-    assert sleeps == [1.0]  # computed from a fresh read: contention, so it backs off
+    assert sleeps == [1.5]  # computed from a fresh read: contention, so it backs off
 
 
 def test_update_inventories_calls_mutate_again_on_the_reread_state(

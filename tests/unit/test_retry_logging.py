@@ -92,7 +92,7 @@ def test_conflict_on_a_write_from_a_fresh_read_is_logged_at_warning_and_backs_of
         )
 
     assert [r.levelno for r in retry_records(caplog)] == [logging.WARNING]
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
 
 
 def test_unreachable_placement_is_logged_at_warning(wire, client, sleeps, consumer, rp, caplog):
@@ -105,7 +105,7 @@ def test_unreachable_placement_is_logged_at_warning(wire, client, sleeps, consum
     assert len(warned) == 1
     assert "PlacementUnavailable" in warned[0].getMessage()
     assert retry_records(caplog, logging.DEBUG) == []
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
 
 
 def test_policy_giving_up_logs_one_error(wire, sleeps, consumer, rp, caplog):
@@ -172,4 +172,4 @@ def test_default_sleep_is_looked_up_at_call_time(wire, consumer, rp, monkeypatch
         consumer, reportclient.add_allocations({rp: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
     )
 
-    assert slept == [1.0]
+    assert slept == [1.5]

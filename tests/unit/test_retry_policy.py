@@ -35,8 +35,8 @@ def test_spent_retries_raise_generation_conflict_with_attempts_and_exact_sleeps(
     assert err.value.attempts == 12
     assert "after 12 attempt(s)" in str(err.value)
     # the first stale generation re-reads at once; then full jitter pinned at
-    # 0.5: half of min(8.0, 2.0 * 2**(n-1)) after attempt n
-    assert sleeps == pytest.approx([0.0, 2.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0])
+    # 0.5: half of min(8.0, 3.0 * 2**(n-1)) after attempt n
+    assert sleeps == pytest.approx([0.0, 3.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0])
     assert err.value.consumer_conflict
     assert err.value.code == "placement.concurrent_update"
     assert [r.method for r in wire.request_history].count("PUT") == 12
@@ -69,7 +69,7 @@ def test_server_side_concurrent_update_backs_off_from_the_first_retry(
 
     client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
-    assert sleeps == [1.0]
+    assert sleeps == [1.5]
 
 
 def test_user_policy_replaces_the_default(wire, sleeps, consumer, rp):
