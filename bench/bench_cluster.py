@@ -185,18 +185,18 @@ def contention(
     meter: Callable[[], float],
     writers_list: Sequence[int],
     updates: dict[int, int],
-    rounds: int,
+    rounds: dict[int, int],
     budget: float,
 ) -> list[dict[str, Any]]:
-    """One row per (writers, variant), summed over ``rounds`` interleaved cells."""
+    """One row per (writers, variant), summed over ``rounds[writers]`` interleaved cells."""
     rows: list[dict[str, Any]] = []
     for writers in writers_list:
         names = list(factories)
         cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-        for r in range(rounds):
+        for r in range(rounds[writers]):
             shift = r % len(names)
             for name in [*names[shift:], *names[:shift]]:
-                per_writer = max(1, updates[writers] // (writers * rounds))
+                per_writer = max(1, updates[writers] // (writers * rounds[writers]))
                 cells[name].append(
                     contention_cell(
                         factories[name], "consumer", writers, per_writer, budget, admin, None, meter
@@ -284,17 +284,22 @@ def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     claims = {(r["threads"], r["variant"]): r for r in results["fresh_claims"]}
     for threads in sorted({t for t, _ in claims}):
         rc, bare = claims.get((threads, RC)), claims.get((threads, BARE))
+        control = claims.get((threads, CONTROL))
         if rc and bare and bare["claims_per_s"]:
-            ratio = rc["claims_per_s"] / bare["claims_per_s"]
+            # The bare PUT ran twice: both runs together are the better estimate.
+            floors = [row for row in (bare, control) if row is not None and row["claims_per_s"]]
+            floor = sum(row["ok"] for row in floors) / sum(
+                row["ok"] / row["claims_per_s"] for row in floors
+            )
+            ratio = rc["claims_per_s"] / floor
             out.append(
                 {
-                    "target": f"fresh claims/s vs bare PUT, {threads} threads",
+                    "target": f"fresh claims/s vs bare PUT (both runs), {threads} threads",
                     "goal": ">= 0.95",
                     "measured": ratio,
                     "pass": ratio >= 0.95,
                 }
             )
-        control = claims.get((threads, CONTROL))
         if control and bare and bare["claims_per_s"]:
             out.append(
                 {
@@ -319,15 +324,33 @@ def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         )
         if nova is None:
             continue
+        control = rows.get((writers, NOVA_CONTROL))
+        novas = [row for row in (nova, control) if row is not None]
+        # nova ran twice: both runs together are the better estimate of its cost.
+        nova_ok = sum(row["ok"] for row in novas)
+        nova_cpu = sum(row["cpu_ms_per_success"] * row["ok"] for row in novas) / nova_ok
+        nova_requests = sum(row["requests_per_op"] * row["ops"] for row in novas) / nova_ok
+        ratio = rc["cpu_ms_per_success"] / nova_cpu
         out.append(
             {
-                "target": f"Placement CPU per successful update vs nova, {writers} writers",
+                "target": f"Placement CPU per successful update vs nova (both runs), {writers} w",
                 "goal": "<= 1.00",
-                "measured": rc["cpu_ms_per_success"] / nova["cpu_ms_per_success"],
-                "pass": rc["cpu_ms_per_success"] <= nova["cpu_ms_per_success"],
+                "measured": ratio,
+                "pass": ratio <= 1.0,
             }
         )
-        control = rows.get((writers, NOVA_CONTROL))
+        out.append(
+            {
+                "target": f"requests per successful update vs nova (both runs), {writers} w",
+                "goal": "-",
+                "measured": (
+                    rc["requests_per_op"] * rc["ops"] / rc["ok"] / nova_requests
+                    if rc["ok"]
+                    else float("inf")
+                ),
+                "pass": None,
+            }
+        )
         if control is not None:
             out.append(
                 {
@@ -337,12 +360,13 @@ def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "pass": None,
                 }
             )
+        nova_rate = nova_ok / sum(row["ops"] for row in novas)
         out.append(
             {
-                "target": f"success rate vs nova, {writers} writers",
+                "target": f"success rate vs nova (both runs), {writers} writers",
                 "goal": ">= nova",
-                "measured": f"{rc['success_rate']:.2f} vs {nova['success_rate']:.2f}",
-                "pass": rc["success_rate"] >= nova["success_rate"],
+                "measured": f"{rc['success_rate']:.3f} vs {nova_rate:.3f}",
+                "pass": rc["success_rate"] >= nova_rate,
             }
         )
     return out
