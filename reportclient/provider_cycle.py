@@ -14,10 +14,12 @@ caller asked for.
 When a write's answer is lost, the generation decides, as for consumers: a
 write carrying N lands only while Placement holds N and makes N+1. A fresh
 read at N means it has not landed (the next write carries N too, so at most
-one of them can); past N+1, or at N+1 holding something else, it can no
-longer land. Only N+1 holding exactly what the write asked for is open, and
-that is success for an idempotent change and :class:`OutcomeUnknown` for
-one that is not (``total + 4`` applied twice is not applied once).
+one of them can); at N+1 holding something else, exactly one write came
+after N and it was not this one. Anything else (N+1 holding what the write
+asked for, N+2 or more, a generation that went back because the provider
+was re-created) cannot say whether it landed: an idempotent change is then
+computed and written again, which is safe, and one that is not raises
+:class:`OutcomeUnknown` (``total + 4`` applied twice is not applied once).
 """
 
 from __future__ import annotations
@@ -202,10 +204,11 @@ class ProviderCycle(Generic[Field]):
         for write, asked in zip(self.pending, self._asked, strict=True):
             if state.generation == write.generation:
                 still_open.append((write, asked))  # not landed; our next write excludes it
-            elif state.generation == write.generation + 1 and state.holds(asked):
-                if not self._idempotent:
-                    raise self._unknown(state) from self._lost
-            # Otherwise the generation moved on without it: it can never land.
+            elif state.generation == write.generation + 1 and not state.holds(asked):
+                continue  # the one write since N was another's: this one never landed
+            elif not self._idempotent:
+                # It may have landed before others wrote on top (N+2 and on).
+                raise self._unknown(state) from self._lost
         self.pending[:] = [w for w, _ in still_open]
         self._asked[:] = [a for _, a in still_open]
         return None
@@ -238,9 +241,7 @@ class ProviderCycle(Generic[Field]):
             f"({lost.message if lost else 'no answer'}); the provider {now}",
             sent=sent,
             state=state,
-            status=lost.status if lost else None,
-            code=lost.code if lost else None,
-            request_id=lost.request_id if lost else None,
+            lost=lost,
             method="PUT",
             url=f"/resource_providers/{self.uuid}/{self._kind.ROUTE}",
         )

@@ -8,6 +8,7 @@ mutation the client reported as successful, and that every other outcome is a ty
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +23,7 @@ from urllib3 import Retry
 
 from reportclient import (
     InvalidInput,
+    Inventory,
     OutcomeUnknown,
     PlacementClient,
     PlacementError,
@@ -403,3 +405,43 @@ def test_a_session_retrying_only_gets_never_replays_a_lost_put(
     assert [r.action for r in proxy.log] == ["delay", "drop_answer", "drop_answer", "pass"]
     assert puts_seen(server, consumer) == [204]
     assert holdings(admin, consumer) == (2, {rp: {"VCPU": 2}})
+
+
+# -- 8. the same arithmetic on a provider generation -----------------------------------------
+
+
+def test_lost_inventory_change_then_another_writer_is_outcome_unknown_applied_once(
+    proxy: FaultProxy, admin: PlacementAdmin, rp: str, worker: ThreadPoolExecutor
+) -> None:
+    path = f"/resource_providers/{rp}/inventories"
+    proxy.add_rule("GET", path, PASS)
+    proxy.add_rule("PUT", path, drop_answer())
+    reread = proxy.add_rule("GET", path, hold())
+    client = client_for(proxy.url)
+
+    def add_two(current: dict[str, Inventory]) -> dict[str, Inventory]:
+        vcpu = current["VCPU"]
+        return {**current, "VCPU": dataclasses.replace(vcpu, total=vcpu.total + 2)}
+
+    running: Future[Any] = worker.submit(client.providers.update_inventories, rp, add_two)
+    assert reread.applied.wait(WAIT), "the client never re-read after the lost answer"
+    generation = admin.provider(rp)["generation"]
+    assert (generation, admin.inventory(rp)["VCPU"]["total"]) == (2, 10)  # it had landed
+    traits = admin.request(
+        "PUT",
+        f"/resource_providers/{rp}/traits",
+        json={"resource_provider_generation": generation, "traits": ["HW_CPU_X86_AVX"]},
+    )
+    assert traits.status_code == 200, traits.text
+    reread.forward()
+
+    fault = "provider: answer lost + other writer before re-read"
+    error = TALLY.record(
+        fault,
+        lambda: running.result(WAIT),
+        lambda: (admin.inventory(rp)["VCPU"]["total"] - 8) // 2,
+    )
+
+    assert isinstance(error, OutcomeUnknown)
+    assert (error.sent.generation, error.state.generation) == (1, 3)
+    assert admin.inventory(rp)["VCPU"]["total"] == 10

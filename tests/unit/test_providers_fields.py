@@ -191,6 +191,53 @@ def test_lost_answer_of_a_non_idempotent_change_that_landed_is_outcome_unknown(
     assert caught.value.sent.generation == 1
 
 
+def _after_the_failed_put(fake: FakePlacement, status: int, applied: bool, then) -> None:
+    """The first PUT answers ``status`` (after committing if ``applied``); ``then`` runs next."""
+    steps: list[str] = []
+
+    def hook(fake_: FakePlacement, record: RequestRecord) -> None:
+        if not steps and record.method == "GET":
+            steps.append("armed")
+            fake_.fail_next(1, status=status, applied=applied)
+        elif len(steps) == 1 and record.method == "PUT":
+            steps.append("failed")
+            then(fake_)
+
+    fake.between_requests(hook)
+
+
+def _add_two(current: dict[str, Inventory]) -> dict[str, Inventory]:
+    return {**current, "VCPU": Inventory(total=current["VCPU"].total + 2)}
+
+
+def test_lost_change_another_writer_then_built_on_is_outcome_unknown_not_applied_again(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    # The PUT carrying generation 1 lands (2) and its answer is a 500; another
+    # writer's change makes 3. At 3 nothing proves whether ours is in there.
+    _after_the_failed_put(fake, 500, True, lambda f: f.set_traits(rp, ["HW_CPU_X86_AVX"]))
+
+    with pytest.raises(reportclient.OutcomeUnknown) as caught:
+        providers.update_inventories(rp, _add_two)
+
+    assert fake.inventory(rp)["VCPU"].total == 10  # applied once, never twice
+    assert (caught.value.sent.generation, caught.value.state.generation) == (1, 3)
+
+
+def test_lost_change_whose_generation_another_writer_took_is_written_once_more(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    # The PUT carrying generation 1 is refused before committing (a 502 from a
+    # proxy: outcome unknown to the client); another writer takes 2. Exactly
+    # one write came after 1 and it did not hold ours: ours never landed.
+    _after_the_failed_put(fake, 502, False, lambda f: f.set_traits(rp, ["HW_CPU_X86_AVX"]))
+
+    result = providers.update_inventories(rp, _add_two)
+
+    assert fake.inventory(rp)["VCPU"].total == result.inventories["VCPU"].total == 10
+    assert fake.traits(rp) == {"HW_CPU_X86_AVX"}
+
+
 def test_write_refused_by_a_proxy_before_commit_is_retried_from_a_reread(
     providers: ProviderClient, fake: FakePlacement, rp: str
 ) -> None:
