@@ -347,9 +347,7 @@ class WriteCycle:
             f"have landed ({answer}); Placement {now}",
             sent=write,
             state=state,
-            status=lost.status if lost is not None else None,
-            code=lost.code if lost is not None else None,
-            request_id=lost.request_id if lost is not None else None,
+            lost=lost,
             method="PUT",
             url=f"/allocations/{self.consumer}",
         )

@@ -274,7 +274,9 @@ class OutcomeUnknown(PlacementUnavailable):
     Placement's generation moved past the one ``sent`` carried. For a
     provider write ``sent`` is a :class:`~reportclient.ProviderWrite` and
     ``state`` the provider's field as read (a ``ProviderInventories``,
-    ``ProviderTraits`` or ``ProviderAggregates``).
+    ``ProviderTraits`` or ``ProviderAggregates``). Built with ``lost=``, the
+    error of the write whose answer was lost, it carries that error's status,
+    code and request id.
     """
 
     def __init__(
@@ -285,9 +287,14 @@ class OutcomeUnknown(PlacementUnavailable):
         state: Any,
         writes: Sequence[AllocationWrite] = (),
         states: Mapping[str, ConsumerAllocations] | None = None,
+        lost: PlacementUnavailable | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("consumer_uuid", getattr(sent, "consumer_uuid", None))
+        if lost is not None:
+            kwargs.setdefault("status", lost.status)
+            kwargs.setdefault("code", lost.code)
+            kwargs.setdefault("request_id", lost.request_id)
         super().__init__(message, outcome_unknown=True, **kwargs)
         self.sent = sent
         self.state = state

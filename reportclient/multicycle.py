@@ -383,9 +383,7 @@ class MultiWriteCycle:
             state=None if self.last_read is None else self.last_read.get(post[0].consumer_uuid),
             writes=post,
             states=self.last_read,
-            status=lost.status if lost is not None else None,
-            code=lost.code if lost is not None else None,
-            request_id=lost.request_id if lost is not None else None,
+            lost=lost,
             method="POST",
             url="/allocations",
         )

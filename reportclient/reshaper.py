@@ -162,14 +162,11 @@ class ReshapeCycle:
 
     def still_pending(self, exc: PlacementError) -> OutcomeUnknown:
         """The error for giving up while a lost reshape may still land."""
-        lost = self._lost
         return OutcomeUnknown(
             f"gave up ({exc.message}) while a reshape whose answer was lost may still land",
             sent=self.pending[-1],
             state=self.last_read,
-            status=lost.status if lost else None,
-            code=lost.code if lost else None,
-            request_id=lost.request_id if lost else None,
+            lost=self._lost,
             method="POST",
             url="/reshaper",
         )

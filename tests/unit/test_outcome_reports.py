@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import reportclient
@@ -149,3 +151,70 @@ def test_settled_state_is_not_trusted_while_the_clients_own_slow_write_may_still
     # Not written from the stale generation 1: read first, then one write.
     assert [(r.method, r.status) for r in fake.requests] == [("GET", 200), ("PUT", 204)]
     assert fake.allocations(consumer) == {a: {"VCPU": 2}}
+
+
+def _fail_next_write_after_commit_then(fake: FakePlacement, method: str, then) -> None:
+    """The next ``method`` commits but answers 500; ``then(fake)`` runs right after it."""
+    armed: list[bool] = []
+
+    def hook(fake_: FakePlacement, record) -> None:
+        if not armed and record.method == "GET":
+            armed.append(True)
+            fake_.fail_next(status=500, applied=True)
+        elif len(armed) == 1 and record.fault == "fail-after-commit":
+            assert record.method == method
+            armed.append(True)
+            then(fake_)
+
+    fake.between_requests(hook)
+
+
+def test_a_lost_post_reports_the_lost_answers_status_and_request_id(wire, client):
+    consumer, rp = new_uuid(), new_uuid()
+    wire.get(
+        f"{URL}/allocations/{consumer}",
+        [
+            {"json": allocations_body({rp: {"VCPU": 1}}, 1)},
+            {"json": allocations_body({rp: {"VCPU": 5}}, 3)},  # two writes since: ours?
+        ],
+    )
+    wire.post(
+        f"{URL}/allocations",
+        status_code=502,
+        text="<html>Bad Gateway</html>",
+        headers={"x-openstack-request-id": "req-33333333-3333-4333-8333-333333333333"},
+    )
+
+    with pytest.raises(reportclient.OutcomeUnknown) as caught:
+        client.write_many(
+            {consumer: reportclient.add_allocations({rp: {"VCPU": 1}})},
+            project_id=PROJECT,
+            user_id=USER,
+        )
+
+    error = caught.value
+    assert [m for m, _ in calls(wire)] == ["GET", "POST", "GET"]
+    assert (error.status, error.request_id) == (502, "req-33333333-3333-4333-8333-333333333333")
+    assert [(w.consumer_uuid, w.consumer_generation) for w in error.writes] == [(consumer, 1)]
+
+
+def test_a_lost_provider_write_reports_the_lost_answers_status_and_request_id(fake, sleeps):
+    rp = fake.create_provider(inventory={"VCPU": 8})
+    client = make_client(
+        fake, microversion="1.39", retry=reportclient.default_retry(sleep=sleeps.append)
+    )
+    _fail_next_write_after_commit_then(fake, "PUT", lambda f: f.set_traits(rp, ["HW_CPU_X86_AVX2"]))
+
+    def grow(current):  # not idempotent: one more VCPU each time it runs
+        vcpu = current["VCPU"]
+        return {**current, "VCPU": dataclasses.replace(vcpu, total=vcpu.total + 1)}
+
+    with pytest.raises(reportclient.OutcomeUnknown) as caught:
+        client.providers.update_inventories(rp, grow)
+
+    error = caught.value
+    # The fake's 500 is a proxy's HTML page: a status, no request id.
+    assert (error.status, error.request_id) == (500, None)
+    assert isinstance(error.__cause__, reportclient.PlacementUnavailable)
+    assert error.__cause__.status == 500
+    assert error.sent.uuid == rp
