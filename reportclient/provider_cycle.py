@@ -99,6 +99,8 @@ class ProviderCycle(Generic[Field]):
         self._request_id = request_id
         self._start_with: Field | None = start
         self._need_read = False
+        # The current attempt computes from the cache's snapshot, not a read.
+        self._from_cache = False
         self._lost: PlacementUnavailable | None = None
         #: Writes whose answer was lost and which may still land, with the value each asked for.
         self.pending: list[ProviderWrite] = []
@@ -130,6 +132,12 @@ class ProviderCycle(Generic[Field]):
         if done is not None:
             return done
         desired = self._compute(current.value)
+        if current.holds(desired) and self._from_cache:
+            # A snapshot from the cache proves nothing about now (another
+            # writer may have changed the field since): nothing to write is
+            # reported only from a state Placement just returned.
+            current, fresh = self._read(), True
+            desired = self._compute(current.value)
         if current.holds(desired):
             return current
         write = ProviderWrite(
@@ -162,6 +170,7 @@ class ProviderCycle(Generic[Field]):
         return self._unknown(self.last_read, f"gave up ({exc.message}) while ")
 
     def _start(self) -> tuple[Field, bool]:
+        self._from_cache = False
         if self._start_with is not None and not self._need_read:
             start, self._start_with = self._start_with, None
             fresh, self._start_read = self._start_read, True
@@ -169,6 +178,7 @@ class ProviderCycle(Generic[Field]):
         if not self._need_read and not self.pending:
             cached = self._cache.trusted(self.uuid, self._kind)
             if isinstance(cached, self._kind):
+                self._from_cache = True
                 return cached, False
         return self._read(), True
 

@@ -6,7 +6,7 @@ import pytest
 
 import reportclient
 from reportclient import Inventory
-from reportclient.fixture import FakePlacement, RequestRecord, make_client
+from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
 from reportclient.providers import ProviderClient
 from tests.unit.conftest import new_uuid
 
@@ -307,3 +307,35 @@ def test_remove_aggregates_keeps_the_other_memberships(
     gone, kept = new_uuid(), new_uuid()
     fake.set_aggregates(rp, [gone, kept])
     assert providers.remove_aggregates(rp, [gone]).aggregates == {kept} == fake.aggregates(rp)
+
+
+def test_a_trusted_snapshot_that_already_holds_the_change_is_confirmed_by_a_read(
+    fake: FakePlacement, rp: str
+) -> None:
+    # cache_ttl=60 trusts a snapshot for what a write is computed from, not
+    # for "nothing to write": another writer may have changed the field.
+    providers = make_client(fake, microversion="1.39", cache_ttl=60, clock=FakeClock()).providers
+    providers.set_inventory(rp, "VCPU", 8)  # cached: VCPU 8
+    fake.set_inventory(rp, {"VCPU": 4})  # behind the client's back
+    fake.reset_requests()
+
+    result = providers.set_inventory(rp, "VCPU", 8)
+
+    assert fake.inventory(rp)["VCPU"].total == result.inventories["VCPU"].total == 8
+    assert result.generation == fake.provider_generation(rp)
+    assert [(m, s) for m, _, s in wire(fake)] == [("GET", 200), ("PUT", 200)]
+
+
+def test_a_trusted_snapshot_confirmed_unchanged_costs_one_read_and_no_write(
+    fake: FakePlacement, rp: str
+) -> None:
+    providers = make_client(fake, microversion="1.39", cache_ttl=60, clock=FakeClock()).providers
+    providers.add_traits(rp, ["HW_CPU_X86_AVX"])
+    fake.set_aggregates(rp, [new_uuid()])  # moves the provider generation only
+    fake.reset_requests()
+
+    result = providers.add_traits(rp, ["HW_CPU_X86_AVX"])
+
+    assert result.traits == {"HW_CPU_X86_AVX"}
+    assert result.generation == fake.provider_generation(rp)  # not the cached one
+    assert [(m, s) for m, _, s in wire(fake)] == [("GET", 200)]
