@@ -33,7 +33,6 @@ report each answered request; the judgement is shared.
 from __future__ import annotations
 
 import functools
-from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -41,6 +40,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import reportclient as rc
+from tests.machine_stats import Stats as MachineStats
 from tests.provider_model import (
     AGGREGATES,
     CHANGES,
@@ -63,55 +63,11 @@ from tests.provider_model import (
 )
 
 
-class Stats:
-    """Per variant and fault: injected, fired, recovered, typed error and violations."""
-
-    COLUMNS = ("injected", "fired", "recovered", "typed error", *VIOLATIONS)
+class Stats(MachineStats):
+    """This machine's per-fault table: its faults, and the violations its judge names."""
 
     def __init__(self, title: str) -> None:
-        self.title = title
-        self.rows: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
-        self.errors: dict[str, Counter[str]] = defaultdict(Counter)
-        self.ops: dict[str, Counter[str]] = defaultdict(Counter)
-        self.notes: Counter[str] = Counter()
-
-    def add(self, variant: str, row: str, fired: bool, verdict: str) -> None:
-        counts = self.rows[variant][row]
-        counts["injected"] += 1
-        if not fired:
-            return
-        counts["fired"] += 1
-        if verdict.startswith("!"):
-            column = next((v for v in VIOLATIONS if verdict[1:].startswith(v)), VIOLATIONS[-1])
-        else:
-            column = "typed error" if verdict.startswith("typed") else "recovered"
-            self.notes[verdict] += verdict != "recovered"
-        counts[column] += 1
-
-    def render(self) -> str:
-        width = 13
-        lines = []
-        for variant, rows in sorted(self.rows.items()):
-            lines += ["", f"{self.title}, {variant}"]
-            heads = [c.replace("other violation", "other viol.") for c in self.COLUMNS]
-            lines.append(f"{'fault':<23}" + "".join(f"{c[:width]:>{width + 1}}" for c in heads))
-            for row in (*FAULTS, DURING):
-                counts = rows.get(row, Counter())
-                cells = "".join(f"{counts[c]:>{width + 1}}" for c in self.COLUMNS)
-                lines.append(f"{row:<23}{cells}")
-            errors = ", ".join(f"{k} {v}" for k, v in sorted(self.errors[variant].items()))
-            lines.append(f"typed errors raised: {errors or 'none'}")
-            ops = ", ".join(f"{k} {v}" for k, v in sorted(self.ops[variant].items()))
-            lines.append(f"operations: {ops}")
-        notes = "; ".join(f"{k}: {v}" for k, v in sorted(self.notes.items()) if v)
-        return "\n".join([*lines, f"notes: {notes or 'none'}"])
-
-    def violations(self, variant: str | None = None) -> dict[str, int]:
-        """Violations counted, of one variant or of all."""
-        counts = [
-            c for name, rows in self.rows.items() if variant in (None, name) for c in rows.values()
-        ]
-        return {v: sum(c[v] for c in counts) for v in VIOLATIONS}
+        super().__init__(title, (*FAULTS, DURING), VIOLATIONS, width=17)
 
 
 class Backend(Protocol):

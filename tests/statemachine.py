@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import reportclient as rc
+from tests.machine_stats import Stats as MachineStats
 
 PROJECT = "project-statemachine"
 USER = "user-statemachine"
@@ -235,44 +235,11 @@ def knows_after(o: Outcome) -> State | None:
     return EMPTY if isinstance(o.error, rc.ConsumerGone) else None
 
 
-class Stats:
-    """Per variant and fault: injected, fired, recovered, typed error and violations."""
-
-    COLUMNS = ("injected", "fired", "recovered", "typed error", *VIOLATIONS)
+class Stats(MachineStats):
+    """This machine's per-fault table: its faults, and the violations its judge names."""
 
     def __init__(self, title: str) -> None:
-        self.title = title
-        self.rows: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
-        self.errors: dict[str, Counter[str]] = defaultdict(Counter)
-        self.notes: Counter[str] = Counter()
-
-    def add(self, variant: str, row: str, fired: bool, verdict: str) -> None:
-        counts = self.rows[variant][row]
-        counts["injected"] += 1
-        if not fired:
-            return
-        counts["fired"] += 1
-        column = next((v for v in VIOLATIONS if verdict[1:].startswith(v)), VIOLATIONS[-1])
-        column = column if verdict.startswith("!") else {"typed": "typed error"}.get(verdict)
-        counts[column or "recovered"] += 1
-        self.notes[verdict] += column is None and verdict != "recovered"
-
-    def render(self) -> str:
-        lines = []
-        for variant, rows in sorted(self.rows.items()):
-            lines += ["", f"{self.title}, {variant}"]
-            lines.append(f"{'fault':<23}" + "".join(f"{c:>16}" for c in self.COLUMNS))
-            for row in (*FAULTS, DURING):
-                counts = rows.get(row, Counter())
-                lines.append(f"{row:<23}" + "".join(f"{counts[c]:>16}" for c in self.COLUMNS))
-            errors = ", ".join(f"{k} {v}" for k, v in sorted(self.errors[variant].items()))
-            lines.append(f"typed errors raised: {errors or 'none'}")
-        notes = ", ".join(f"{k}: {v}" for k, v in sorted(self.notes.items()) if v)
-        return "\n".join([*lines, f"notes: {notes or 'none'}"])
-
-    def violations(self) -> dict[str, int]:
-        counts = [c for rows in self.rows.values() for c in rows.values()]
-        return {v: sum(c[v] for c in counts) for v in VIOLATIONS}
+        super().__init__(title, (*FAULTS, DURING), VIOLATIONS, width=16)
 
 
 class Backend(Protocol):
