@@ -47,8 +47,10 @@ DEFAULT_DEADLINE = 30.0
 #: (``bench/run.py --placement mariadb``), Placement CPU per successful
 #: update against nova's client (which waits up to 2 s x attempt): 2 s cost
 #: 1.02x at 16 clients and 0.97x at 64, 3 s 0.98x and 0.82x, 4 s 0.97x and
-#: 0.81x but 13% fewer updates per second than 3 s. Earlier, 0.4 s cost 1.9
-#: PUTs per update at 16 clients where 2 s cost 1.4.
+#: 0.81x but 13% fewer updates per second than 3 s (6 rounds per cell; the
+#: README's production-shape runs with 3 s give 0.89-0.97x on MariaDB and
+#: PostgreSQL). Earlier, 0.4 s cost 1.9 PUTs per update at 16 clients where
+#: 2 s cost 1.4.
 DEFAULT_BASE = 3.0
 #: Largest single backoff in seconds.
 DEFAULT_CAP = 8.0
