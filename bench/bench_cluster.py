@@ -411,34 +411,35 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
             for r in claims
         ],
     )
-    lines += ["", "Contention: W writers (one client each) add 1 VCPU to the same consumer"]
-    lines += table(
-        [
-            "writers",
-            "variant",
-            "ok/ops",
-            "success",
-            "updates/s",
-            "req/op",
-            "PUT/op",
-            "CPU ms/success",
-            "lost",
-        ],
-        [
+    if results["contention"]:
+        lines += ["", "Contention: W writers (one client each) add 1 VCPU to the same consumer"]
+        lines += table(
             [
-                str(r["writers"]),
-                r["variant"],
-                f"{r['ok']}/{r['ops']}",
-                r["success_rate"],
-                r["updates_per_s"],
-                r["requests_per_op"],
-                r["puts_per_op"],
-                r["cpu_ms_per_success"],
-                r["lost_updates"],
-            ]
-            for r in results["contention"]
-        ],
-    )
+                "writers",
+                "variant",
+                "ok/ops",
+                "success",
+                "updates/s",
+                "req/op",
+                "PUT/op",
+                "CPU ms/success",
+                "lost",
+            ],
+            [
+                [
+                    str(r["writers"]),
+                    r["variant"],
+                    f"{r['ok']}/{r['ops']}",
+                    r["success_rate"],
+                    r["updates_per_s"],
+                    r["requests_per_op"],
+                    r["puts_per_op"],
+                    r["cpu_ms_per_success"],
+                    r["lost_updates"],
+                ]
+                for r in results["contention"]
+            ],
+        )
     lines += ["", "Targets"]
     lines += table(
         ["target", "goal", "measured", ""],

@@ -239,6 +239,20 @@ def main(argv: list[str] | None = None) -> int:
         "--workers", type=int, default=4, help="gunicorn workers for --placement mariadb|postgresql"
     )
     parser.add_argument(
+        "--threads",
+        help="production shape: fresh-claim thread counts to run, e.g. 4 or 1,16 (default all)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="production shape: fresh-claim rounds (claims per cell stay as they are)",
+    )
+    parser.add_argument(
+        "--no-contention",
+        action="store_true",
+        help="production shape: fresh claims only",
+    )
+    parser.add_argument(
         "--with-nova",
         action="store_true",
         help="also drive nova's SchedulerReportClient (needs nova installed)",
@@ -283,7 +297,15 @@ def main(argv: list[str] | None = None) -> int:
 def _production_shape(
     args: argparse.Namespace, nova: Any, meta: dict[str, Any], began: float
 ) -> int:
-    sizes = CLUSTER_QUICK if args.quick else CLUSTER_FULL
+    sizes = dict(CLUSTER_QUICK if args.quick else CLUSTER_FULL)
+    if args.threads:
+        sizes["threads"] = [int(t) for t in args.threads.split(",")]
+    if args.rounds:
+        per_round = {t: n / sizes["rounds"] for t, n in sizes["claims"].items()}
+        sizes["claims"] = {t: round(n * args.rounds) for t, n in per_round.items()}
+        sizes["rounds"] = args.rounds
+    if args.no_contention:
+        sizes["writers"] = []
     if args.json == _HERE / "results" / "latest.json":
         args.json = _HERE / "results" / f"production-{args.placement}.json"
     meta.update(sizes=sizes, placement=args.placement, workers=args.workers)
