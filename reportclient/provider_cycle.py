@@ -99,8 +99,6 @@ class ProviderCycle(Generic[Field]):
         self._request_id = request_id
         self._start_with: Field | None = start
         self._need_read = False
-        # The current attempt computes from the cache's snapshot, not a read.
-        self._from_cache = False
         self._lost: PlacementUnavailable | None = None
         #: Writes whose answer was lost and which may still land, with the value each asked for.
         self.pending: list[ProviderWrite] = []
@@ -127,12 +125,12 @@ class ProviderCycle(Generic[Field]):
         :raises OutcomeUnknown: a write may have landed and cannot be risked again.
         :raises InventoryInUse: inventory would shrink below its usage; never retried.
         """
-        current, fresh = self._start()
+        current, fresh, cached = self._start()
         done = self._settle(current) if fresh and self.pending else None
         if done is not None:
             return done
         desired = self._compute(current.value)
-        if current.holds(desired) and self._from_cache:
+        if current.holds(desired) and cached:
             # A snapshot from the cache proves nothing about now (another
             # writer may have changed the field since): nothing to write is
             # reported only from a state Placement just returned.
@@ -169,18 +167,17 @@ class ProviderCycle(Generic[Field]):
         """The error for giving up (``exc``) while a write of ours may still land."""
         return self._unknown(self.last_read, f"gave up ({exc.message}) while ")
 
-    def _start(self) -> tuple[Field, bool]:
-        self._from_cache = False
+    def _start(self) -> tuple[Field, bool, bool]:
+        """The snapshot this attempt computes from: (it, just read, taken from the cache)."""
         if self._start_with is not None and not self._need_read:
             start, self._start_with = self._start_with, None
             fresh, self._start_read = self._start_read, True
-            return start, fresh
+            return start, fresh, False
         if not self._need_read and not self.pending:
             cached = self._cache.trusted(self.uuid, self._kind)
             if isinstance(cached, self._kind):
-                self._from_cache = True
-                return cached, False
-        return self._read(), True
+                return cached, False, True
+        return self._read(), True, False
 
     def _read(self) -> Field:
         self.requests += 1
