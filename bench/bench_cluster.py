@@ -193,10 +193,10 @@ def contention(
     for writers in writers_list:
         names = list(factories)
         cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        per_writer = max(1, updates[writers] // (writers * rounds[writers]))
         for r in range(rounds[writers]):
             shift = r % len(names)
             for name in [*names[shift:], *names[:shift]]:
-                per_writer = max(1, updates[writers] // (writers * rounds[writers]))
                 cells[name].append(
                     contention_cell(
                         factories[name], "consumer", writers, per_writer, budget, admin, None, meter
