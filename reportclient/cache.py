@@ -47,19 +47,20 @@ _MAX_TICK = 1.0
 # keeps eviction cheap where one scan per eviction would grow quadratic.
 _EVICT_SHARE = 64
 
-# (tick, generation, project_id, user_id, consumer_type,
+# (tick, stored, generation, project_id, user_id, consumer_type,
 #  then per provider to the end: rp_uuid, n_resources, rc, amount, rc, amount, ...)
 _Entry = tuple[object, ...]
-_HEAD = 5
+_HEAD = 6
 
 
 def _intern(value: str | None) -> str | None:
     return sys.intern(value) if type(value) is str else value
 
 
-def _encode(state: ConsumerAllocations, tick: float | None) -> _Entry:
+def _encode(state: ConsumerAllocations, tick: float | None, stored: int) -> _Entry:
     flat: list[object] = [
         tick,
+        stored,
         state.generation,
         _intern(state.project_id),
         _intern(state.user_id),
@@ -89,10 +90,10 @@ def _decode(consumer_uuid: str, entry: _Entry) -> ConsumerAllocations:
     return ConsumerAllocations(
         consumer_uuid=consumer_uuid,
         allocations=allocations,
-        generation=entry[1],  # type: ignore[arg-type]
-        project_id=entry[2],  # type: ignore[arg-type]
-        user_id=entry[3],  # type: ignore[arg-type]
-        consumer_type=entry[4],  # type: ignore[arg-type]
+        generation=entry[2],  # type: ignore[arg-type]
+        project_id=entry[3],  # type: ignore[arg-type]
+        user_id=entry[4],  # type: ignore[arg-type]
+        consumer_type=entry[5],  # type: ignore[arg-type]
     )
 
 
@@ -139,6 +140,7 @@ class ConsumerCache:
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
+        self._tickets = itertools.count(1)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -183,16 +185,35 @@ class ConsumerCache:
             self._tick = now  # a new shared float object for this tick's entries
         return self._tick
 
-    def put(self, state: ConsumerAllocations, *, trusted: bool = True) -> None:
-        """Remember ``state`` as the consumer's latest, as of now.
+    def ticket(self) -> int:
+        """A ticket to take just before sending a request whose answer will be :meth:`put`."""
+        return next(self._tickets)
+
+    def put(
+        self, state: ConsumerAllocations, *, trusted: bool = True, sent: int | None = None
+    ) -> None:
+        """Remember ``state`` as the consumer's latest, unless a newer one is already known.
 
         :param trusted: False keeps it only as what the client knew, never
             to be written from, whatever its age.
+        :param sent: the :meth:`ticket` taken before the request that
+            produced ``state``; None for a state known as of now.
         """
         if not self._maxsize:
             return
         with self._lock:
-            entry = _encode(state, self._stamp(trusted))
+            stored = next(self._tickets)
+            old = self._entries.get(state.consumer_uuid)
+            if sent is not None and old is not None and sent < old[1]:  # type: ignore[operator]
+                # Sent before the stored entry arrived: the two overlapped.
+                old_generation = old[2]
+                if (
+                    state.generation is None
+                    or old_generation is None
+                    or state.generation <= old_generation  # type: ignore[operator]
+                ):
+                    return
+            entry = _encode(state, self._stamp(trusted), stored)
             self._entries.pop(state.consumer_uuid, None)
             self._entries[state.consumer_uuid] = entry
             if len(self._entries) > self._maxsize:

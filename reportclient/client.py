@@ -17,9 +17,10 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
+from reportclient._engine.consumer_write import ConsumerWrite, Kind, Mutator
+from reportclient._engine.guarded_write import run_attempts
 from reportclient.cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats, ConsumerCache
 from reportclient.candidates import AllocationRequest
-from reportclient.cycle import Kind, Mutator, WriteCycle
 from reportclient.errors import (
     InvalidInput,
     PlacementError,
@@ -34,7 +35,7 @@ from reportclient.models import (
 )
 from reportclient.mutators import is_idempotent
 from reportclient.providers import ProviderClient
-from reportclient.retry import default_retry, run_attempts
+from reportclient.retry import default_retry
 from reportclient.scheduling import SchedulingOps
 from reportclient.transport import (
     DEFAULT_POOL_SIZE,
@@ -199,6 +200,7 @@ class PlacementClient(SchedulingOps):
     def _read(
         self, consumer_uuid: str, request_id: str | None, at_most: Microversion | None = None
     ) -> ConsumerAllocations:
+        ticket = self._cache.ticket()
         reply = self._transport.request(
             "GET",
             f"/allocations/{consumer_uuid}",
@@ -207,7 +209,7 @@ class PlacementClient(SchedulingOps):
             at_most=at_most,
         )
         state = ConsumerAllocations.from_json(consumer_uuid, reply.body or {})
-        self._cache.put(state)
+        self._cache.put(state, sent=ticket)
         return state
 
     def claim(
@@ -334,6 +336,7 @@ class PlacementClient(SchedulingOps):
         :returns: True if Placement held allocations, False if it held none.
         """
         consumer = validate_uuid(consumer_uuid)
+        ticket = self._cache.ticket()
         try:
             self._transport.request(
                 "DELETE",
@@ -349,7 +352,7 @@ class PlacementClient(SchedulingOps):
             deleted = False
         else:
             deleted = True
-        self._cache.put(ConsumerAllocations.missing(consumer))
+        self._cache.put(ConsumerAllocations.missing(consumer), sent=ticket)
         return deleted
 
     def _run(
@@ -370,7 +373,7 @@ class PlacementClient(SchedulingOps):
         if owner is not None:
             validate_owner(*owner)
         ctype = None if consumer_type is None else validate_consumer_type(consumer_type)
-        cycle = WriteCycle(
+        write = ConsumerWrite(
             self._transport,
             self._cache,
             # Without a type to compare, the cycle's reads need none either
@@ -386,7 +389,7 @@ class PlacementClient(SchedulingOps):
             request_id=validate_request_id(global_request_id),
             mappings=mappings,
         )
-        return run_attempts(cycle, self._retry)
+        return run_attempts(write, self._retry)
 
     def _read_for_cycle(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
         return self._read(consumer, request_id)

@@ -1,4 +1,4 @@
-"""Moves and other multi-consumer writes, as the parts and plan of a MultiWriteCycle.
+"""Moves and other multi-consumer writes, as the parts and plan of a BatchWrite.
 
 A move is a plan over two consumers: whatever the source holds when the
 attempt reads it goes to the target, and the source is emptied (or, for a
@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from reportclient.cycle import Kind
-from reportclient.errors import InvalidInput, NothingToMove
+from reportclient._engine.batch_write import Part, Plan, States
+from reportclient._engine.consumer_write import Kind
+from reportclient.errors import ConsumerChanged, InvalidInput, NothingToMove
 from reportclient.models import (
     Allocations,
     ConsumerAllocations,
@@ -25,7 +26,6 @@ from reportclient.models import (
     validate_consumer_type,
     validate_uuid,
 )
-from reportclient.multicycle import Part, Plan, States
 from reportclient.mutators import is_idempotent
 
 __all__ = ["ManyPlan", "Move", "MovePlan", "WriteSpec", "plan_many", "plan_move"]
@@ -94,6 +94,16 @@ def plan_move(
                 "the source consumer holds no allocations; there is nothing to move",
                 state=held,
                 consumer_uuid=source,
+            )
+        if expected and dict(states[target].allocations) != expected:
+            # What the caller announced is gone (released, changed): adding the
+            # move to it would bring it back.
+            raise ConsumerChanged(
+                f"the target holds {dict(states[target].allocations) or 'nothing'}, where the "
+                f"caller expected {expected}; nothing was written",
+                state=states[target],
+                known=None,
+                consumer_uuid=target,
             )
         moved.clear()
         moved.update({rp: dict(res) for rp, res in held.allocations.items()})

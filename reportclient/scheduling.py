@@ -4,7 +4,7 @@
 a scheduler uses beyond one consumer's allocations; it is a mixin only to
 keep ``client.py`` to one concern (a consumer's own reads and writes), and
 shares the client's transport, cache and retry policy. The logic lives in
-``moves.py``/``multicycle.py``, ``candidates.py`` and ``usages.py``.
+``moves.py``/``_engine/batch_write.py``, ``candidates.py`` and ``usages.py``.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import Any
 
 import tenacity
 
+from reportclient._engine.batch_write import BatchWrite, Part, Plan
+from reportclient._engine.guarded_write import run_attempts
 from reportclient.cache import ConsumerCache
 from reportclient.candidates import AllocationCandidates, CandidatesQuery
 from reportclient.errors import InvalidInput, MicroversionUnsupported
 from reportclient.models import Allocations, ConsumerAllocations, validate_owner, validate_uuid
 from reportclient.moves import Move, WriteSpec, plan_many, plan_move
-from reportclient.multicycle import MultiWriteCycle, Part, Plan
-from reportclient.retry import run_attempts
 from reportclient.transport import (
     CONSUMER_TYPE_VERSION,
     Transport,
@@ -201,7 +201,7 @@ class SchedulingOps:
         by_content: bool = False,
         request_id: str | None,
     ) -> dict[str, ConsumerAllocations]:
-        cycle = MultiWriteCycle(
+        write = BatchWrite(
             self._transport,
             self._cache,
             self._read_for_cycle,
@@ -212,4 +212,4 @@ class SchedulingOps:
             by_content=by_content,
             request_id=validate_request_id(request_id),
         )
-        return run_attempts(cycle, self._retry)
+        return run_attempts(write, self._retry)

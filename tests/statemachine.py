@@ -215,7 +215,11 @@ def judge(o: Outcome, final: State, generation: int | None) -> str:
     held = {o.before} | ({other.saw, other.wrote} if other else set())
     if isinstance(err, rc.ConsumerChanged):
         found = freeze(err.state.allocations)
-        if op.kind != "claim" or found in {EMPTY, op.arg, o.seen} or found not in held:
+        if op.kind == "release":
+            # A release empties only what it saw first (its read, or its trusted cache).
+            if found == EMPTY or found not in held or found == o.before == o.seen:
+                return f"!other violation: release refused to empty {thaw(found)}, which it saw"
+        elif op.kind != "claim" or found in {EMPTY, op.arg, o.seen} or found not in held:
             return f"!other violation: ConsumerChanged found {thaw(found)}, client knew {o.seen}"
     elif isinstance(err, rc.ConsumerGone):
         if op.kind in ("claim", "release") or EMPTY not in held or err.state.exists:
@@ -229,6 +233,8 @@ def knows_after(o: Outcome) -> State | None:
     """What the client knows of the consumer after ``o`` (its claims' premise); None: unknown."""
     if o.error is None:
         return o.answer
+    if isinstance(o.error, rc.ConsumerChanged) and o.op.kind == "release":
+        return freeze(o.error.state.allocations)  # it read them; it only refused to empty them
     if isinstance(o.error, rc.ConsumerChanged):  # the read is not adopted: it keeps what it knew
         known = o.error.known
         return freeze(known.allocations) if known is not None else EMPTY

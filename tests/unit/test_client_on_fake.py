@@ -86,18 +86,45 @@ def test_lost_answer_is_checked_and_not_written_twice(fake, client, rp):
     assert fake.allocations(consumer) == {rp: {"VCPU": 2}}
 
 
-def test_proxy_errors_on_a_write_are_checked_then_retried(fake, client, rp):
+def test_proxy_error_on_a_new_consumer_still_missing_is_outcome_unknown(fake, client, rp):
+    """A create may have landed and been deleted since: "missing" proves nothing, no rewrite."""
     consumer = new_uuid()
     fake.fail_next(1, status=502)
 
-    state = claim(client, consumer, rp)
+    with pytest.raises(reportclient.OutcomeUnknown) as err:
+        claim(client, consumer, rp)
+
+    assert [(r.method, r.status) for r in fake.requests] == [("PUT", 502), ("GET", 200)]
+    assert err.value.sent.consumer_generation is None
+    assert not err.value.state.exists
+    assert fake.allocations(consumer) == {}
+
+
+def test_proxy_error_on_an_existing_consumer_still_as_read_is_retried(fake, client, rp):
+    """At the generation carried, holding what the write was computed from: not landed."""
+    consumer = new_uuid()
+    fake.put_allocations(consumer, {rp: {"VCPU": 1}}, project_id="p", user_id="u")
+    armed = threading.Event()
+
+    def fail_the_put(fake_, record):
+        if record.method == "GET" and not armed.is_set():
+            armed.set()
+            fake_.fail_next(1, status=502)
+
+    fake.between_requests(fail_the_put)
+
+    state = client.update_allocations(
+        consumer, reportclient.add_allocations({rp: {"VCPU": 1}}), project_id="p", user_id="u"
+    )
 
     assert [(r.method, r.status) for r in fake.requests] == [
+        ("GET", 200),
         ("PUT", 502),
         ("GET", 200),
         ("PUT", 204),
     ]
-    assert state.generation == 1
+    assert state.generation == 2
+    assert fake.allocations(consumer) == {rp: {"VCPU": 2}}
 
 
 def _other_writer_after_first_get(consumer, rp, other_rp):

@@ -41,14 +41,30 @@ def test_timeout_after_write_that_did_not_land_writes_again_from_what_was_read(
         f"{URL}/allocations/{consumer}",
         [{"exc": requests.exceptions.ReadTimeout("slow")}, NO_CONTENT],
     )
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 1))
+
+    state = client.update_allocations(
+        consumer,
+        reportclient.replace_allocations({rp: {"VCPU": 2}}),
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    assert [m for m, _ in calls(wire)] == ["GET", "PUT", "GET", "PUT"]
+    assert sent(wire, 3)["consumer_generation"] == 1
+    assert state.generation == 2
+    assert len(sleeps) == 1
+
+
+def test_timeout_on_a_new_consumer_still_missing_is_outcome_unknown(wire, client, consumer, rp):
+    """The create may have landed and been deleted since: nothing is written again."""
+    wire.put(f"{URL}/allocations/{consumer}", exc=requests.exceptions.ReadTimeout("slow"))
     wire.get(f"{URL}/allocations/{consumer}", **MISSING)
 
-    state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+    with pytest.raises(reportclient.OutcomeUnknown):
+        client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
 
-    assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT"]
-    assert sent(wire, 2)["consumer_generation"] is None
-    assert state.generation == 1
-    assert len(sleeps) == 1
+    assert [m for m, _ in calls(wire)] == ["PUT", "GET"]
 
 
 @pytest.mark.parametrize("status", [502, 503, 504])

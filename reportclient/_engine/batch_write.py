@@ -1,0 +1,311 @@
+"""Several consumers' allocations written in one ``POST /allocations``, all or nothing.
+
+The multi-consumer write on the attempt skeleton, keeping the same
+invariants as one consumer's (README.rst, "Write semantics"):
+
+* every attempt reads every consumer it writes, computes what each should
+  hold from those reads (a move's target depends on its source), and sends
+  one POST carrying each consumer's generation; a conflict on any of them
+  writes nothing, so the next attempt re-reads them all and recomputes;
+* a part that may create a consumer (a claim, a move's target) replaces only
+  what the caller expected it to hold, else :class:`ConsumerChanged`; a part
+  that updates never creates (:class:`ConsumerGone`);
+* a lost answer is judged consumer by consumer by the fate rule, and the
+  verdicts combined (:func:`reportclient._engine.fate.combine`): the POST
+  lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reportclient._engine.consumer_write import (
+    DEFAULT_CONSUMER_TYPE,
+    Kind,
+    Reader,
+    Sent,
+    consumer_evidence,
+    written_state,
+)
+from reportclient._engine.fate import Evidence
+from reportclient._engine.guarded_write import Done, GuardedWrite
+from reportclient.cache import ConsumerCache
+from reportclient.errors import (
+    ConsumerChanged,
+    ConsumerGone,
+    GenerationConflict,
+    OutcomeUnknown,
+    PlacementError,
+)
+from reportclient.models import AllocationWrite, ConsumerAllocations, is_valid_name
+from reportclient.outcome import already_holds
+from reportclient.transport import CONSUMER_TYPE_VERSION, Transport
+
+__all__ = ["BatchWrite", "Part", "Plan", "States"]
+
+#: Each consumer's state, as read at the start of an attempt.
+States = Mapping[str, ConsumerAllocations]
+#: From every part's current state, the allocations each part should hold.
+Plan = Callable[[States], Mapping[str, Mapping[str, Mapping[str, int]]]]
+#: One POST as sent: each consumer's write with its premise.
+Post = tuple[Sent, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One consumer's share of a multi-consumer write.
+
+    :param kind: CLAIM may create the consumer and replaces only what is
+        expected; UPDATE needs it to exist; RELEASE has no premise and need
+        not exist (a move's source, guarded by its generation alone).
+    :param owner: (project_id, user_id) to write; None keeps the consumer's
+        own, else the owner of ``owner_from``.
+    :param owner_from: another part whose owner (and type) a new consumer
+        takes, as a migration record takes its instance's.
+    :param ctype: the consumer type asked for; None keeps the consumer's own.
+    :param expected: for a CLAIM, what the caller knows it holds (None: what
+        this client's cache knew when the operation began).
+    """
+
+    consumer: str
+    kind: Kind
+    owner: tuple[str, str] | None = None
+    owner_from: str | None = None
+    ctype: str | None = None
+    expected: Mapping[str, Mapping[str, int]] | None = None
+
+
+class BatchWrite(
+    GuardedWrite[dict[str, ConsumerAllocations], Post, dict[str, ConsumerAllocations]]
+):
+    """The attempts of one all-or-nothing write of several consumers.
+
+    :param parts: the consumers written, each with its rules (:class:`Part`).
+    :param plan: computes every part's allocations from all parts' states;
+        may raise to refuse (a move whose source holds nothing).
+    :param idempotent: ``plan`` applied to its own result changes nothing;
+        only then may Placement holding what a lost POST asked for settle it.
+    :param overwrite: CLAIM parts may replace allocations nobody expected.
+    :param by_content: Placement holding what a lost POST asked for settles
+        the operation even though it is not idempotent: true of a move, whose
+        end state (source empty, target holding its allocations) says what
+        was asked whoever made it, and which is never written again anyway.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        cache: ConsumerCache,
+        read: Reader,
+        parts: Sequence[Part],
+        plan: Plan,
+        *,
+        idempotent: bool,
+        overwrite: bool = False,
+        by_content: bool = False,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(idempotent=idempotent or by_content)
+        self._transport = transport
+        self._cache = cache
+        self._reader = read
+        self._parts = {part.consumer: part for part in parts}
+        self._compute = plan
+        self._overwrite = overwrite
+        self._request_id = request_id
+        # What this client knew of each CLAIM part when the operation began.
+        self._known: dict[str, Mapping[str, Mapping[str, int]]] = {}
+        for part in parts:
+            if part.kind is Kind.CLAIM:
+                found = self._cache.get(part.consumer)
+                known = found.allocations if found is not None and found.exists else {}
+                self._known[part.consumer] = part.expected if part.expected is not None else known
+        self._hints: dict[str, int] = {}
+
+    @property
+    def subject(self) -> str:
+        """What this operation writes, for logs."""
+        return "consumers " + ", ".join(self._parts)
+
+    def read(self) -> dict[str, ConsumerAllocations]:
+        """Read every consumer, trusting a conflict's "expected N" over an empty GET."""
+        states = {}
+        for consumer in self._parts:
+            state = self._reader(consumer, self._request_id)
+            hint = self._hints.get(consumer)
+            if hint is not None and not state.exists and not state.allocations:
+                # Placement's invisible generation-0 record (README, "Placement
+                # behaviour worth knowing"): only a conflict's detail shows it.
+                state = dataclasses.replace(state, generation=hint)
+            states[consumer] = state
+        self._hints.clear()
+        return states
+
+    def plan(
+        self, states: dict[str, ConsumerAllocations], fresh: bool
+    ) -> Post | Done[dict[str, ConsumerAllocations]]:
+        """The POST's writes, or every consumer's state when nothing is to be written."""
+        for consumer, part in self._parts.items():
+            if part.kind is Kind.UPDATE and not states[consumer].exists:
+                raise ConsumerGone(
+                    "the consumer does not exist; a multi-consumer write updates it, "
+                    "and updates never create one",
+                    state=states[consumer],
+                    consumer_uuid=consumer,
+                )
+        desired = {c: _plain(a) for c, a in self._compute(_copies(states)).items()}
+        writes = []
+        changed = False
+        for consumer, part in self._parts.items():
+            state = states[consumer]
+            wanted = desired.get(consumer, {})
+            if part.kind is Kind.CLAIM:
+                self._check_premise(state, wanted)
+            if not wanted and not state.exists:
+                continue  # nothing to empty; an empty write would leave a phantom record
+            owner = self._owner(part, states)
+            changed = changed or not already_holds(state, wanted, owner, part.ctype)
+            ctype = part.ctype or self._type(part, states)
+            write = AllocationWrite(consumer, wanted, state.generation, *owner, ctype)
+            writes.append(Sent(write, state.allocations, state.consumer_type))
+        # A consumer that already holds its share still goes into the POST with
+        # its generation: all or nothing must check every premise at once.
+        return tuple(writes) if changed else Done(states)
+
+    def _check_premise(self, state: ConsumerAllocations, wanted: Mapping[str, Any]) -> None:
+        if self._overwrite or not state.allocations or state.allocations == wanted:
+            return
+        known = self._known.get(state.consumer_uuid, {})
+        if state.allocations == known:
+            return
+        self._cache.discard(state.consumer_uuid)
+        raise ConsumerChanged(
+            f"the consumer holds {dict(state.allocations)} at generation {state.generation}, "
+            f"where the caller expected {dict(known) or 'nothing'}; nothing was written",
+            state=state,
+            known=None,
+            consumer_uuid=state.consumer_uuid,
+        )
+
+    def _owner(self, part: Part, states: States) -> tuple[str, str]:
+        if part.owner is not None:
+            return part.owner
+        for name in (part.consumer, part.owner_from):
+            state = states.get(name) if name is not None else None
+            if state is not None and state.project_id and state.user_id:
+                return state.project_id, state.user_id
+        raise PlacementError(
+            "no project and user to write: the consumer is new and none was given",
+            consumer_uuid=part.consumer,
+        )
+
+    def _type(self, part: Part, states: States) -> str:
+        for name in (part.consumer, part.owner_from):
+            state = states.get(name) if name is not None else None
+            if state is not None and state.exists and is_valid_name(state.consumer_type):
+                return state.consumer_type
+        return DEFAULT_CONSUMER_TYPE
+
+    def send(self, post: Post) -> dict[str, ConsumerAllocations]:
+        """POST every write; every consumer's state afterwards."""
+        send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
+        body: dict[str, Any] = {}
+        for sent in post:
+            write = sent.write
+            part: dict[str, Any] = {
+                "allocations": {rp: {"resources": dict(r)} for rp, r in write.allocations.items()},
+                "consumer_generation": write.consumer_generation,
+                "project_id": write.project_id,
+                "user_id": write.user_id,
+            }
+            if send_type and write.consumer_type is not None:
+                part["consumer_type"] = write.consumer_type
+            body[write.consumer_uuid] = part
+        ticket = self._cache.ticket()
+        self._transport.request(
+            "POST", "/allocations", json=body, global_request_id=self._request_id
+        )
+        by_consumer = {sent.write.consumer_uuid: sent for sent in post}
+        result = {}
+        for consumer in self._parts:
+            sent_part = by_consumer.get(consumer)
+            if sent_part is None:
+                new = ConsumerAllocations.missing(consumer)
+            else:
+                # A POST writes at 1.28+ without a type unless one is sent.
+                kept = sent_part.premise_type if send_type else None
+                new = written_state(sent_part.write, send_type, kept)
+            self._cache.put(new, sent=ticket)
+            result[consumer] = new
+        return result
+
+    def conflicted(self, post: Post, exc: GenerationConflict) -> None:
+        """Forget every consumer; keep "expected N" when it can only be about one of them."""
+        # Placement names no consumer in a POST's conflict: "expected N but got
+        # None" is about a write sent as new, and unambiguous only when exactly
+        # one write was (an "expected N" for another consumer must not stick).
+        if exc.server_generation is not None and (exc.detail or "").endswith("but got None"):
+            new = [s.write.consumer_uuid for s in post if s.write.consumer_generation is None]
+            if len(new) == 1:
+                self._hints[new[0]] = exc.server_generation
+        for consumer in self._parts:
+            self._cache.discard(consumer)
+
+    def forget(self) -> None:
+        """The lost POST may have changed every consumer in it."""
+        for consumer in self._parts:
+            self._cache.discard(consumer)
+
+    def evidence(self, post: Post, states: dict[str, ConsumerAllocations]) -> Iterator[Evidence]:
+        """Each consumer's part of the fate rule."""
+        for sent in post:
+            yield consumer_evidence(sent.write, sent.premise, states[sent.write.consumer_uuid])
+
+    def holds(
+        self, post: Post, states: dict[str, ConsumerAllocations], open_write: bool
+    ) -> dict[str, ConsumerAllocations] | None:
+        """Every state, if each consumer already holds its part of the POST."""
+        for sent in post:
+            write, state = sent.write, states[sent.write.consumer_uuid]
+            if write.allocations:
+                owner = (write.project_id, write.user_id)
+                if not already_holds(state, write.allocations, owner, None):
+                    return None
+            elif state.allocations:
+                return None
+        if open_write:
+            for state in states.values():
+                self._cache.put(state, trusted=False)
+        return dict(states)
+
+    def unknown(
+        self, post: Post, states: dict[str, ConsumerAllocations] | None, why: str
+    ) -> OutcomeUnknown:
+        """The error for ``post``, whose fate ``states`` (None: unread) cannot settle."""
+        lost = self.lost
+        answer = lost.message if lost is not None else "no answer"
+        writes = tuple(sent.write for sent in post)
+        carried = ", ".join(f"{w.consumer_uuid}@{w.consumer_generation}" for w in writes)
+        return OutcomeUnknown(
+            f"{why}a POST /allocations carrying {carried} may or may not have landed "
+            f"({answer}); nothing is written again",
+            sent=writes[0],
+            state=None if states is None else states.get(writes[0].consumer_uuid),
+            writes=writes,
+            states=states,
+            lost=lost,
+            method="POST",
+            url="/allocations",
+        )
+
+
+def _plain(allocations: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    return {rp: dict(res) for rp, res in allocations.items()}
+
+
+def _copies(states: States) -> dict[str, ConsumerAllocations]:
+    """Copies a plan may edit freely without touching what the engine compares with."""
+    return {c: dataclasses.replace(s, allocations=_plain(s.allocations)) for c, s in states.items()}

@@ -1,0 +1,387 @@
+"""One consumer's claim, update or release, on the attempt skeleton.
+
+The invariants (README.rst, "Write semantics"):
+
+* **No clobber.** A claim replaces only what this client knew (its cache,
+  however old, or nothing for a consumer it takes for new) or what it wrote
+  itself; a release empties only what it saw when it began. Anything else
+  raises :class:`ConsumerChanged` unless the caller asked to overwrite. An
+  update's ``mutate`` is always called on the state the write will replace.
+* **No resurrection.** Only a claim creates a consumer; an update of a
+  consumer that does not exist raises :class:`ConsumerGone`.
+* **No stale premise.** ``mutate`` sees a copy of a state Placement
+  returned (or accepted) within the cache's trust window, never an
+  invented one.
+* **At most once.** A lost answer is settled by the fate rule
+  (:mod:`reportclient._engine.fate`), which compares the consumer's content
+  at the carried generation with the premise the write was computed from,
+  so a consumer deleted and re-created in between is never taken for the
+  same one; nothing is written again on an unknown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reportclient._engine.fate import Evidence
+from reportclient._engine.guarded_write import Done, GuardedWrite
+from reportclient.cache import ConsumerCache
+from reportclient.candidates import MAPPINGS_VERSION
+from reportclient.errors import (
+    ConsumerChanged,
+    ConsumerGone,
+    GenerationConflict,
+    OutcomeUnknown,
+    PlacementError,
+)
+from reportclient.models import (
+    Allocations,
+    AllocationWrite,
+    ConsumerAllocations,
+    normalize_allocations,
+)
+from reportclient.outcome import already_holds
+from reportclient.transport import CONSUMER_TYPE_VERSION, LEAN_VERSION, Transport
+
+__all__ = ["DEFAULT_CONSUMER_TYPE", "ConsumerWrite", "Kind", "Mutator", "Reader"]
+
+#: Given the consumer's current state, return the allocations it should hold.
+Mutator = Callable[[ConsumerAllocations], Allocations]
+#: Reads a consumer from Placement (and refreshes the cache).
+Reader = Callable[[str, str | None], ConsumerAllocations]
+
+DEFAULT_CONSUMER_TYPE = "INSTANCE"
+
+
+class Kind(enum.Enum):
+    """What an operation may do to a consumer."""
+
+    #: Hold exactly the given allocations; the only kind that creates.
+    CLAIM = "claim"
+    #: Read-modify-write of an existing consumer.
+    UPDATE = "update"
+    #: Remove whatever the consumer holds; a missing consumer is done.
+    RELEASE = "release"
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A write as sent, with the allocations it was computed from (its premise)."""
+
+    write: AllocationWrite
+    premise: Mapping[str, Mapping[str, int]]
+    #: The consumer's type as read (None: not read); an acknowledged write keeps it.
+    premise_type: str | None = None
+
+
+class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]):
+    """The attempts of one claim, update or release of one consumer.
+
+    :param kind: what the operation may do (see :class:`Kind`).
+    :param mutate: computes the allocations to hold from a copy of the
+        current state; or, for a claim or a release, the allocations
+        themselves, already normalised (they do not depend on the state).
+    :param idempotent: ``mutate`` applied to its own result changes nothing.
+    :param overwrite: a claim may replace allocations it never saw.
+    :param owner: (project_id, user_id) to write, or None to keep the
+        consumer's own (a release).
+    :param ctype: the consumer type asked for, or None to keep the
+        consumer's own.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        cache: ConsumerCache,
+        read: Reader,
+        consumer: str,
+        mutate: Mutator | dict[str, dict[str, int]],
+        *,
+        kind: Kind,
+        idempotent: bool,
+        overwrite: bool = False,
+        owner: tuple[str, str] | None,
+        ctype: str | None,
+        request_id: str | None,
+        mappings: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        super().__init__(idempotent=idempotent)
+        self._transport = transport
+        self._cache = cache
+        self._reader = read
+        self.consumer = consumer
+        self._mutate = mutate
+        self._kind = kind
+        self._overwrite = overwrite
+        self._owner = owner
+        self._ctype = ctype
+        self._request_id = request_id
+        self._mappings = mappings  # an allocation candidate's, sent along (1.34+)
+        self._hint: int | None = None
+        # What this client knew when the operation began: a claim's premise
+        # (None: it takes the consumer for new).
+        self._known: ConsumerAllocations | None = None
+        self._known_taken = False
+        # What a release saw first: the only allocations it may empty.
+        self._seen: Mapping[str, Mapping[str, int]] | None = None
+        self._send_type = False
+
+    @property
+    def subject(self) -> str:
+        """What this operation writes, for logs."""
+        return f"consumer {self.consumer}"
+
+    # -- read ----------------------------------------------------------------
+    def read(self) -> ConsumerAllocations:
+        """Read the consumer, trusting a conflict's "expected N" over an empty GET.
+
+        Placement keeps a generation for a consumer that was written empty
+        while it did not exist, yet GET shows that consumer as missing; only
+        the conflict's detail reveals the generation it expects.
+        """
+        state = self._reader(self.consumer, self._request_id)
+        if self._hint is not None and not state.exists and not state.allocations:
+            state = dataclasses.replace(state, generation=self._hint)
+        return state
+
+    def start(self) -> tuple[ConsumerAllocations, bool]:
+        """The cached state if trusted, the guess "new" for a claim, else a read."""
+        found = self._cache.lookup(self.consumer)
+        if not self._known_taken:
+            self._known = found[0] if found is not None and found[0].exists else None
+            self._known_taken = True
+        if found is not None and found[1] and (found[0].exists or self._kind is Kind.CLAIM):
+            return found[0], False
+        if self._kind is Kind.CLAIM and (found is None or not found[0].exists):
+            # A consumer this client never saw (or saw missing) is new: one
+            # request. A wrong guess costs a conflict and a read.
+            return ConsumerAllocations.missing(self.consumer), False
+        # An untrusted entry, or an update or release without any entry:
+        # read first, as a guess would cost a conflict and a read.
+        return self.fresh(), True
+
+    # -- plan ----------------------------------------------------------------
+    def plan(self, current: ConsumerAllocations, fresh: bool) -> Sent | Done[ConsumerAllocations]:
+        """The write to send from ``current``, or the result when nothing is to be written."""
+        # Negotiated once per client, before anything that could write: a
+        # failed GET / proves nothing was written.
+        self._send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
+        if self._kind is Kind.UPDATE and not current.exists:
+            raise ConsumerGone(
+                "the consumer does not exist; updates never create one (claim does)",
+                state=current,
+                consumer_uuid=self.consumer,
+            )
+        if self._kind is Kind.RELEASE:
+            if fresh and not current.allocations:
+                return Done(current)  # nothing left to release
+            self._check_release(current)
+        if callable(self._mutate):
+            desired = normalize_allocations(self._mutate(_copy(current)))
+        else:
+            desired = self._mutate
+        if not desired and not fresh and not current.exists:
+            # Emptying a consumer we believe missing: an empty write as a new
+            # consumer would leave Placement an invisible generation-0 record
+            # if it is, so look instead.
+            return self.plan(self.fresh(), True)
+        if fresh and self._kind is Kind.CLAIM:
+            self._check_claim(current, desired)
+        owner = self._owner or _owner_of(current)
+        if fresh and already_holds(current, desired, owner, self._ctype):
+            return Done(current)
+        # A type goes only where it is asked for or needed: a consumer this
+        # write makes appear (missing, or Placement's invisible empty
+        # record). Otherwise Placement keeps the consumer's own type, and
+        # the write can go at a version without consumer types.
+        ctype = self._ctype
+        if ctype is None and not current.allocations and desired:
+            ctype = DEFAULT_CONSUMER_TYPE
+        write = AllocationWrite(self.consumer, desired, current.generation, *owner, ctype)
+        return Sent(write, current.allocations, current.consumer_type)
+
+    def _check_claim(self, state: ConsumerAllocations, desired: dict[str, dict[str, int]]) -> None:
+        """Refuse a claim that would replace allocations this client never saw."""
+        # A consumer holding nothing (missing, or Placement's invisible
+        # generation-0 record) has nothing to clobber.
+        if self._overwrite or not state.allocations or state.allocations == desired:
+            return
+        known = self._known
+        if known is not None and known.exists and state.allocations == known.allocations:
+            return
+        # The read that found the change must not become what this client
+        # knew: a caller retrying blindly would then overwrite it. Reading it
+        # with get_allocations() (or overwrite=True) is how a caller says so.
+        if known is None:
+            self._cache.discard(self.consumer)
+        else:
+            self._cache.put(known, trusted=False)
+        raise ConsumerChanged(
+            f"another writer changed the consumer: it holds {_describe(state)}, "
+            f"where this client knew {_describe(known)}; nothing was overwritten",
+            state=state,
+            known=known,
+            consumer_uuid=self.consumer,
+        )
+
+    def _check_release(self, state: ConsumerAllocations) -> None:
+        """Refuse to empty allocations this release never saw (a writer came in between)."""
+        if self._seen is None:
+            self._seen = state.allocations
+            return
+        if state.allocations == self._seen:
+            return
+        raise ConsumerChanged(
+            f"another writer changed the consumer since this release read it: it holds "
+            f"{_describe(state)}, where the release saw {dict(self._seen)}; nothing was "
+            "removed (force_release removes whatever is there)",
+            state=state,
+            known=None,
+            consumer_uuid=self.consumer,
+        )
+
+    # -- send ----------------------------------------------------------------
+    def send(self, sent: Sent) -> ConsumerAllocations:
+        """PUT the write; the state it makes (the consumer's type stays unless one is sent)."""
+        write = sent.write
+        body: dict[str, Any] = {
+            "allocations": {rp: {"resources": res} for rp, res in write.allocations.items()},
+            "consumer_generation": write.consumer_generation,
+            "project_id": write.project_id,
+            "user_id": write.user_id,
+        }
+        if self._send_type and write.consumer_type is not None:
+            body["consumer_type"] = write.consumer_type
+        if self._mappings and write.allocations and self._transport.supports(MAPPINGS_VERSION):
+            body["mappings"] = {group: list(rps) for group, rps in self._mappings.items()}
+        ticket = self._cache.ticket()
+        self._transport.request(
+            "PUT",
+            f"/allocations/{self.consumer}",
+            json=body,
+            consumer_uuid=self.consumer,
+            global_request_id=self._request_id,
+            at_most=(
+                None
+                if "consumer_type" in body
+                else MAPPINGS_VERSION
+                if "mappings" in body
+                else LEAN_VERSION
+            ),
+        )
+        new = written_state(write, self._send_type, sent.premise_type)
+        self._cache.put(new, sent=ticket)
+        return new
+
+    def conflicted(self, sent: Sent, exc: GenerationConflict) -> None:
+        """A stale generation: forget the entry, keep the server's "expected N"."""
+        self._cache.discard(self.consumer)
+        self._hint = exc.server_generation
+
+    def forget(self) -> None:
+        """The lost write may have changed the consumer: nothing cached is known."""
+        self._cache.discard(self.consumer)
+
+    # -- settle --------------------------------------------------------------
+    def evidence(self, sent: Sent, state: ConsumerAllocations) -> Iterator[Evidence]:
+        """The consumer's part of the fate rule."""
+        yield consumer_evidence(sent.write, sent.premise, state)
+
+    def holds(
+        self, sent: Sent, state: ConsumerAllocations, open_write: bool
+    ) -> ConsumerAllocations | None:
+        """``state`` if Placement already holds what the write asked for."""
+        write = sent.write
+        if write.allocations:
+            done = already_holds(state, write.allocations, (write.project_id, write.user_id), None)
+        else:
+            done = not state.allocations
+        if not done:
+            return None
+        if open_write:
+            # Right, but the open write may still land and move the
+            # generation: never write from this state later.
+            self._cache.put(state, trusted=False)
+        return state
+
+    def unknown(self, sent: Sent, state: ConsumerAllocations | None, why: str) -> OutcomeUnknown:
+        """The error for ``sent``, whose fate ``state`` (None: unread) cannot settle."""
+        lost = self.lost
+        answer = lost.message if lost is not None else "no answer"
+        now = "was not read" if state is None else f"holds {_describe(state)}"
+        return OutcomeUnknown(
+            f"{why}a write carrying generation {sent.write.consumer_generation} may or may "
+            f"not have landed ({answer}); Placement {now}; nothing is written again",
+            sent=sent.write,
+            state=state,
+            lost=lost,
+            method="PUT",
+            url=f"/allocations/{self.consumer}",
+        )
+
+
+def consumer_evidence(
+    write: AllocationWrite,
+    premise: Mapping[str, Mapping[str, int]],
+    state: ConsumerAllocations,
+) -> Evidence:
+    """What ``state``, read after ``write``'s answer was lost, shows (the fate rule's input)."""
+    if write.allocations:
+        as_written = state.exists and state.allocations == write.allocations
+    else:
+        as_written = not state.allocations  # an empty write deletes the consumer
+    return Evidence(
+        carried=write.consumer_generation,
+        seen=state.generation,
+        as_premised=state.allocations == premise,
+        as_written=as_written,
+    )
+
+
+def written_state(
+    write: AllocationWrite, send_type: bool, kept_type: str | None
+) -> ConsumerAllocations:
+    """The state an acknowledged write made.
+
+    Placement answers 204 without a body; its generation rule is new
+    consumer -> 1, every write +1, and an empty write deletes the consumer.
+    A wrong guess costs a retry.
+    """
+    if not write.allocations:
+        return ConsumerAllocations.missing(write.consumer_uuid)
+    return ConsumerAllocations(
+        write.consumer_uuid,
+        {rp: dict(res) for rp, res in write.allocations.items()},
+        (write.consumer_generation or 0) + 1,
+        write.project_id,
+        write.user_id,
+        write.consumer_type if send_type and write.consumer_type else kept_type,
+    )
+
+
+def _copy(state: ConsumerAllocations) -> ConsumerAllocations:
+    """A copy ``mutate`` may edit freely without touching what the client compares with."""
+    return dataclasses.replace(
+        state, allocations={rp: dict(res) for rp, res in state.allocations.items()}
+    )
+
+
+def _describe(state: ConsumerAllocations | None) -> str:
+    if state is None:
+        return "nothing (a new consumer)"
+    if not state.exists:
+        return "no consumer"
+    return f"{dict(state.allocations)} at generation {state.generation}"
+
+
+def _owner_of(state: ConsumerAllocations) -> tuple[str, str]:
+    if state.project_id is None or state.user_id is None:
+        raise PlacementError(
+            "Placement did not report the consumer's project and user",
+            consumer_uuid=state.consumer_uuid,
+        )
+    return state.project_id, state.user_id

@@ -1,0 +1,341 @@
+"""The one attempt skeleton every generation-guarded write runs on.
+
+A :class:`GuardedWrite` is one operation (a claim, an update, a release, a
+multi-consumer POST, a provider field change, a reshape) and its attempts:
+*read* the state the write depends on (or take it from the cache), *plan*
+the write from it, *send* it, and *settle* what a lost answer left open. The
+four steps are hooks a subclass fills in for its own subject; everything
+between them is here, once:
+
+* a conflict marks the next attempt to read, and records whether the failed
+  write was computed from a state just read (contention) or from a cache or
+  guess (a stale premise), which is what the policy's wait depends on;
+* a lost answer (reset, read timeout, 5xx) keeps the write as *pending*,
+  reads at once, and judges every pending write by the one fate rule
+  (:mod:`reportclient._engine.fate`): not landed is dropped, pending is
+  kept (the next write carries the same generation, so at most one lands),
+  and unknown ends the operation, in :class:`OutcomeUnknown`, unless it is
+  idempotent and Placement already holds what it wants;
+* an operation that ends in any way while a write of its own may still land
+  (a refusal, a caller's callback raising, a premise gone, the policy giving
+  up) ends in :class:`OutcomeUnknown`, chained from what ended it.
+
+Deciding *whether* there is a next attempt, and when, is the retry policy's
+job (:func:`run_attempts`); deciding what an attempt does is this class's.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import tenacity
+
+from reportclient._engine.fate import Evidence, Fate, combine, fate
+from reportclient.errors import (
+    ConsumerChanged,
+    GenerationConflict,
+    OutcomeUnknown,
+    PlacementError,
+    PlacementUnavailable,
+)
+
+__all__ = ["Done", "GuardedWrite", "run_attempts"]
+
+LOG = logging.getLogger("reportclient")
+
+StateT = TypeVar("StateT")
+SentT = TypeVar("SentT")
+ResultT = TypeVar("ResultT")
+
+_RETRIABLE = (GenerationConflict, PlacementUnavailable)
+# Subclasses of the retriable kinds that end an operation: retrying them
+# would overwrite, or apply a mutation twice.
+_TERMINAL = (ConsumerChanged, OutcomeUnknown)
+
+
+def retriable(exc: BaseException | None) -> bool:
+    """Whether ``exc`` leaves the operation worth another attempt."""
+    return isinstance(exc, _RETRIABLE) and not isinstance(exc, _TERMINAL)
+
+
+@dataclass(frozen=True, slots=True)
+class Done(Generic[ResultT]):
+    """A plan's answer when there is nothing to write: the operation's result."""
+
+    value: ResultT
+
+
+class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
+    """One operation's attempts; subclasses say how to read, plan and send.
+
+    :param idempotent: applying the operation to its own result changes
+        nothing; only then may an unknown fate be settled by finding that
+        Placement already holds what the operation wants.
+    """
+
+    def __init__(self, *, idempotent: bool) -> None:
+        self.idempotent = idempotent
+        #: Writes whose answer was lost and which may still land.
+        self.pending: list[SentT] = []
+        #: The last state read during this operation.
+        self.last_read: StateT | None = None
+        #: Whether the last failed write was computed from a state just read
+        #: (a conflict then means writers contend, not that a cache was stale).
+        self.contended = False
+        self._lost: PlacementUnavailable | None = None
+        self._prefetched: StateT | None = None
+        self._must_read = False
+
+    # -- hooks ---------------------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def subject(self) -> str:
+        """What this operation writes, for logs."""
+
+    @abc.abstractmethod
+    def read(self) -> StateT:
+        """Read, from Placement, everything the write depends on."""
+
+    def start(self) -> tuple[StateT, bool]:
+        """The state a first attempt computes from, and whether it was just read.
+
+        The default reads; a subclass may take a cached state or a guess.
+        """
+        return self.fresh(), True
+
+    @abc.abstractmethod
+    def plan(self, state: StateT, fresh: bool) -> SentT | Done[ResultT]:
+        """The write to send from ``state``, or the result when nothing is to be written."""
+
+    @abc.abstractmethod
+    def send(self, sent: SentT) -> ResultT:
+        """Send the write; its result once Placement accepted it."""
+
+    @abc.abstractmethod
+    def evidence(self, sent: SentT, state: StateT) -> Iterable[Evidence]:
+        """Per subject of ``sent``, what ``state`` (read after its answer was lost) shows."""
+
+    @abc.abstractmethod
+    def holds(self, sent: SentT, state: StateT, open_write: bool) -> ResultT | None:
+        """The result if ``state`` already is what the operation wants, else None.
+
+        :param open_write: a pending write may still land on ``state``.
+        """
+
+    @abc.abstractmethod
+    def unknown(self, sent: SentT, state: StateT | None, why: str) -> OutcomeUnknown:
+        """The error for ``sent``, whose fate ``state`` (None: unread) cannot settle."""
+
+    def conflicted(self, sent: SentT, exc: GenerationConflict) -> None:
+        """Learn from a conflict (forget cached state, read hints in its detail)."""
+
+    def forget(self) -> None:
+        """Forget cached state after a lost answer: the write may have changed it."""
+
+    # -- the skeleton ----------------------------------------------------------
+    @property
+    def lost(self) -> PlacementUnavailable | None:
+        """The last lost answer's error."""
+        return self._lost
+
+    def fresh(self) -> StateT:
+        """Read now (for hooks that must look before they plan)."""
+        try:
+            state = self.read()
+        except PlacementError as exc:
+            if self.pending and not retriable(exc):
+                # A subject gone (404) proves nothing about a write of ours.
+                raise self.unknown(self.pending[-1], None, f"{exc.message}; but ") from exc
+            raise
+        self._must_read = False
+        self.last_read = state
+        return state
+
+    def attempt(self, number: int) -> ResultT:
+        """Run attempt ``number``: the result once Placement holds what was asked.
+
+        :raises GenerationConflict: the write lost a race (retriable).
+        :raises PlacementUnavailable: Placement did not answer (retriable).
+        :raises OutcomeUnknown: a write may have landed and cannot be risked again.
+        """
+        state, fresh = self._start()
+        if fresh and self.pending:
+            settled = self._settle(state)
+            if settled is not None:
+                return settled.value
+        planned = self._plan(state, fresh)
+        if isinstance(planned, Done):
+            return planned.value
+        try:
+            result = self.send(planned)
+        except GenerationConflict as exc:
+            self._must_read = True
+            self.contended = fresh
+            exc.attempts = number
+            self.conflicted(planned, exc)
+            raise
+        except PlacementUnavailable as exc:
+            if not exc.outcome_unknown:
+                raise  # nothing reached Placement; what we knew still holds
+            self.pending.append(planned)
+            self._lost = exc
+            self.forget()
+            return self._after_lost_answer(exc)
+        except PlacementError as exc:
+            if self.pending:
+                # Refused now, but an earlier write of ours may still land.
+                raise self.unknown(
+                    self.pending[-1], self.last_read, f"{exc.message}; but "
+                ) from exc
+            raise
+        # Nothing open can land any more: each carried a generation (or
+        # expected a subject to be missing) that this write consumed.
+        self.pending.clear()
+        return result
+
+    def still_pending(self, exc: PlacementError) -> OutcomeUnknown:
+        """The error for giving up (``exc``) while a write of ours may still land."""
+        return self.unknown(self.pending[-1], self.last_read, f"gave up ({exc.message}) while ")
+
+    def _start(self) -> tuple[StateT, bool]:
+        if self._prefetched is not None:
+            state, self._prefetched = self._prefetched, None
+            return state, True
+        if self._must_read or self.pending:
+            return self.fresh(), True
+        return self.start()
+
+    def _plan(self, state: StateT, fresh: bool) -> SentT | Done[ResultT]:
+        try:
+            return self.plan(state, fresh)
+        except Exception as exc:
+            if not self.pending or retriable(exc) or isinstance(exc, OutcomeUnknown):
+                raise
+            # The operation ends (the caller's callback raised, the premise
+            # is gone), but a write of ours may still land.
+            why = f"the operation ended ({type(exc).__name__}: {exc}) while "
+            raise self.unknown(self.pending[-1], state, why) from exc
+
+    def _settle(self, state: StateT) -> Done[ResultT] | None:
+        """Judge every pending write by ``state``; a result when that ends the operation."""
+        verdicts = [combine(fate(e) for e in self.evidence(s, state)) for s in self.pending]
+        unknown = [s for s, v in zip(self.pending, verdicts, strict=True) if v is Fate.UNKNOWN]
+        open_write = Fate.PENDING in verdicts
+        if self.idempotent:
+            result = self.holds(self.pending[-1], state, open_write)
+            if result is not None:
+                self.pending.clear()
+                return Done(result)
+        if unknown:
+            raise self.unknown(unknown[-1], state, "") from self._lost
+        self.pending[:] = [
+            s for s, v in zip(self.pending, verdicts, strict=True) if v is Fate.PENDING
+        ]
+        return None
+
+    def _after_lost_answer(self, error: PlacementUnavailable) -> ResultT:
+        """Look at once; settle the operation if the read proves enough, else retry later."""
+        try:
+            state = self.fresh()
+        except PlacementUnavailable:
+            # The caller's question is the write's fate, so the write's
+            # error is raised; the read's is its __context__.
+            raise error from error.__cause__
+        settled = self._settle(state)
+        if settled is not None:
+            LOG.info("%s: answer lost, but Placement holds what was asked", self.subject)
+            return settled.value
+        self._prefetched = state
+        self.contended = False
+        raise error
+
+
+def run_attempts(
+    write: GuardedWrite[object, object, ResultT], policy: tenacity.Retrying
+) -> ResultT:
+    """Run ``write``'s attempts until one succeeds or ``policy`` gives up.
+
+    Most writes land at once, so the policy is only copied (a measurable
+    share of a claim's CPU) after a first attempt has failed. A policy that
+    gives up while a write may still land ends in :class:`OutcomeUnknown`.
+    """
+    try:
+        return write.attempt(1)
+    except _RETRIABLE as exc:
+        if not retriable(exc):
+            raise
+        first_failure = exc
+    numbers = itertools.count(1)
+
+    def attempt() -> ResultT:
+        number = next(numbers)
+        if number == 1:
+            raise first_failure  # let the policy judge the attempt already made
+        return write.attempt(number)
+
+    try:
+        # The call form, not the iterator: it honours a user's
+        # retry_error_callback (whose value tenacity then returns).
+        result: ResultT = _operation_policy(write, policy)(attempt)
+    except _RETRIABLE as exc:
+        if not retriable(exc):
+            raise
+        LOG.error("%s: giving up after %d attempt(s): %s", write.subject, next(numbers) - 1, exc)
+        if write.pending:
+            raise write.still_pending(exc) from exc
+        raise
+    return result
+
+
+def _operation_policy(
+    write: GuardedWrite[object, object, object], policy: tenacity.Retrying
+) -> tenacity.Retrying:
+    """The user's policy, deciding only when and how long; the engine decides what.
+
+    A stale consumer (or provider) generation on a write computed from the
+    cache (or from the guess that the consumer is new) means that guess was
+    wrong, not that writers are contending, so the re-read it calls for is
+    not delayed and is logged at DEBUG. A conflict on a write computed from a
+    state just read means contention: it backs off and warns, as does an
+    unreachable server.
+    """
+    user_hook = policy.before_sleep
+    user_wait = policy.wait
+
+    def routine(exc: BaseException | None) -> bool:
+        stale = isinstance(exc, GenerationConflict) and (
+            exc.consumer_conflict or exc.provider_conflict
+        )
+        return stale and not write.contended
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        if routine(state.outcome.exception() if state.outcome else None):
+            return 0.0
+        return float(user_wait(state))
+
+    def log_retry(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        LOG.log(
+            logging.DEBUG if routine(exc) else logging.WARNING,
+            "%s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
+            write.subject,
+            state.attempt_number,
+            type(exc).__name__,
+            getattr(exc, "detail", None) or getattr(exc, "message", exc),
+            getattr(exc, "request_id", None),
+            state.upcoming_sleep,
+        )
+        if user_hook is not None:
+            user_hook(state)
+
+    return policy.copy(
+        retry=tenacity.retry_if_exception(retriable),
+        wait=wait,
+        before_sleep=log_retry,
+        reraise=True,
+    )
