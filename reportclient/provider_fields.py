@@ -23,6 +23,7 @@ from reportclient.provider_models import (
     ProviderAggregates,
     ProviderInventories,
     ProviderTraits,
+    inventories_from,
     validate_standard_name,
 )
 from reportclient.retry import run_attempts
@@ -125,8 +126,7 @@ class ProviderFields:
             raise InvalidInput("mutate must be a function of the current inventories")
 
         def checked(current: dict[str, Inventory]) -> dict[str, Inventory]:
-            out = {validate_standard_name(rc): Inventory.of(v) for rc, v in mutate(current).items()}
-            return out
+            return inventories_from(mutate(current), "update_inventories' mutate")
 
         return self._change(ProviderInventories, uuid, checked, idempotent, global_request_id)
 

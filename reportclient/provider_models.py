@@ -10,7 +10,9 @@ generation, so a model here is always "this field, as of this generation".
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,7 @@ from reportclient.errors import InvalidInput
 from reportclient.models import MAX_INT, validate_uuid
 
 __all__ = [
+    "MAX_ALLOCATION_RATIO",
     "MAX_INVENTORY_INT",
     "Inventory",
     "ProviderAggregates",
@@ -26,12 +29,17 @@ __all__ = [
     "ProviderTraits",
     "ProviderWrite",
     "ResourceProvider",
+    "inventories_from",
+    "stored_ratio",
     "validate_custom_name",
     "validate_standard_name",
 ]
 
 #: The largest integer Placement stores in an inventory field.
 MAX_INVENTORY_INT = MAX_INT
+
+#: The largest allocation ratio Placement accepts (its schema's ``SQL_SP_FLOAT_MAX``).
+MAX_ALLOCATION_RATIO = 3.40282e38
 
 _NAME = re.compile(r"[A-Z0-9_]{1,255}")
 _CUSTOM = re.compile(r"CUSTOM_[A-Z0-9_]{1,248}")
@@ -83,9 +91,31 @@ class ResourceProvider:
         return dataclasses.asdict(self)
 
 
-@dataclass(frozen=True, slots=True)
+def stored_ratio(ratio: float) -> float:
+    """``ratio`` as Placement on MariaDB/MySQL reads it back: what to compare, never what to send.
+
+    Placement keeps ``allocation_ratio`` in a ``FLOAT`` column. On
+    MariaDB/MySQL that is IEEE single precision, and the server answers it
+    with ``FLT_DIG`` (6) significant digits: 16/3 is written, ``5.33333``
+    is read (float32 rounding alone would give 5.3333335, not the same
+    number: seen on MariaDB 10.11 through pymysql, as Placement reads it).
+    PostgreSQL and SQLite keep the double. Rounding both sides of a
+    comparison the way MariaDB does makes a ratio equal to what any backend
+    returns for it, so a reconcile does not rewrite 16/3 on every run and a
+    lost write that landed is not taken for someone else's. The price: on
+    the double backends two ratios differing only beyond the sixth digit
+    count as the same.
+    """
+    single: float = struct.unpack("f", struct.pack("f", ratio))[0]
+    return float(f"{single:.6g}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Inventory:
-    """One resource class's inventory on a provider, with Placement's defaults."""
+    """One resource class's inventory on a provider, with Placement's defaults.
+
+    Two inventories are equal when their ratios are (see :func:`stored_ratio`).
+    """
 
     total: int
     reserved: int = 0
@@ -103,6 +133,32 @@ class Inventory:
             self.allocation_ratio, int | float
         ):
             raise InvalidInput(f"allocation_ratio must be a number, got {self.allocation_ratio!r}")
+        if not math.isfinite(self.allocation_ratio):
+            raise InvalidInput(f"allocation_ratio must be finite, got {self.allocation_ratio!r}")
+        if abs(self.allocation_ratio) > MAX_ALLOCATION_RATIO:
+            # Beyond a single-precision FLOAT: Placement refuses it, and it has no stored_ratio.
+            raise InvalidInput(
+                f"allocation_ratio must be within -{MAX_ALLOCATION_RATIO} and "
+                f"{MAX_ALLOCATION_RATIO}, got {self.allocation_ratio!r}"
+            )
+
+    def _compared(self) -> tuple[int, int, int, int, int, float]:
+        return (
+            self.total,
+            self.reserved,
+            self.min_unit,
+            self.max_unit,
+            self.step_size,
+            stored_ratio(self.allocation_ratio),
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Inventory):
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Inventory:
@@ -124,6 +180,37 @@ class Inventory:
     def to_json(self) -> dict[str, Any]:
         """The record Placement accepts (every field sent, so none is left to defaults)."""
         return dataclasses.asdict(self)
+
+
+def _kind_of(value: object) -> str:
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def inventories_from(value: object, what: str) -> dict[str, Inventory]:
+    """A caller's ``{resource class: inventory}`` as validated :class:`Inventory` values.
+
+    For what a caller's function returned (a mutate, a reshape's compute):
+    anything else fails here, naming ``what``, before a request is built.
+
+    :param what: who returned ``value``, for the message
+        (``"update_inventories' mutate"``).
+    :raises InvalidInput: ``value`` is not a mapping, or names a malformed
+        resource class or inventory.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidInput(
+            f"{what} returned {_kind_of(value)}, expected a mapping of resource class -> inventory"
+        )
+    out: dict[str, Inventory] = {}
+    for rc, spec in value.items():
+        try:
+            out[validate_standard_name(rc)] = Inventory.of(spec)
+        except InvalidInput as exc:
+            raise InvalidInput(f"{what} returned a bad entry for {rc!r}: {exc.message}") from exc
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +247,7 @@ class ProviderInventories:
         }
 
     def holds(self, value: Mapping[str, Inventory]) -> bool:
-        """Whether writing ``value`` would change nothing."""
+        """Whether writing ``value`` would change nothing (ratios as :func:`stored_ratio`)."""
         return dict(self.inventories) == dict(value)
 
 

@@ -44,7 +44,7 @@ from reportclient.provider_models import (
     Inventory,
     ProviderInventories,
     ProviderWrite,
-    validate_standard_name,
+    inventories_from,
 )
 from reportclient.transport import CONSUMER_TYPE_VERSION, Microversion, Transport, format_version
 
@@ -188,8 +188,22 @@ class ReshapeCycle:
         self.last_read = ReshapeState(inventories, allocations)
         return self.last_read
 
-    def _checked(self, target: Reshape) -> Reshape:
-        """The target with typed inventories, naming only what was read."""
+    def _checked(self, target: object) -> Reshape:
+        """The target with typed inventories, naming only what was read.
+
+        :raises InvalidInput: ``compute`` returned something else; nothing is sent.
+        """
+        if not isinstance(target, Reshape):
+            got = "None" if target is None else type(target).__name__
+            raise InvalidInput(f"reshape's compute returned {got}, expected a Reshape")
+        for member in ("inventories", "allocations"):
+            value = getattr(target, member)
+            if not isinstance(value, Mapping):
+                got = "None" if value is None else type(value).__name__
+                raise InvalidInput(
+                    f"reshape's compute returned a Reshape whose {member} is {got}, "
+                    "expected a mapping"
+                )
         unknown = (set(target.inventories) - set(self._providers)) | (
             set(target.allocations) - set(self._consumers)
         )
@@ -197,7 +211,7 @@ class ReshapeCycle:
             raise InvalidInput(f"compute named providers or consumers not read: {sorted(unknown)}")
         return Reshape(
             {
-                rp: {validate_standard_name(rc): Inventory.of(inv) for rc, inv in invs.items()}
+                rp: inventories_from(invs, f"reshape's compute (inventories of provider {rp})")
                 for rp, invs in target.inventories.items()
             },
             {c: normalize_allocations(a) for c, a in target.allocations.items()},
