@@ -17,6 +17,13 @@ while it is *proven* or *young*:
   and young; the default ``ttl`` of 0 trusts none, and every field written
   is read first, as for consumers (README "Cache").
 
+Age counts from the request that produced the content, and nothing
+re-stamps it: a snapshot used again without a request (reconcile trusting
+it, or carrying it to the generation its own write of another field made)
+keeps its first ``taken_at``. Otherwise an agent reconciling more often
+than ``ttl`` would renew its first read forever and the ttl would bound
+nothing.
+
 One lock, one dict: provider counts are in the thousands, not the
 consumers' hundreds of thousands, so no LRU bound is worth its bookkeeping.
 """
@@ -49,32 +56,50 @@ class ProviderCache:
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str], tuple[Snapshot, float]] = {}
 
-    def put(self, snapshot: Snapshot) -> None:
-        """Remember ``snapshot`` as the latest seen.
+    def put(self, snapshot: Snapshot, taken_at: float | None = None) -> None:
+        """Remember ``snapshot`` as the latest seen, produced at ``taken_at`` (default: now).
 
         Not "the highest generation wins": a provider re-created under the
         same uuid starts again at 0, and what was just seen is the truth.
+
+        :param taken_at: when the read or write that proved this content
+            happened, on this cache's clock. A snapshot carried to a new
+            generation (reconcile's own write changed another field) was
+            proven when it was first read, not when it was carried: passing
+            that time keeps its age, so ``ttl`` still bounds how long a
+            content never re-read is trusted.
         """
+        at = self._clock() if taken_at is None else taken_at
         with self._lock:
-            self._entries[(snapshot.uuid, snapshot.ROUTE)] = (snapshot, self._clock())
+            self._entries[(snapshot.uuid, snapshot.ROUTE)] = (snapshot, at)
 
     def get(self, uuid: str, kind: type[Snapshot]) -> Snapshot | None:
         """The last snapshot of the field, however old (for inspection)."""
-        with self._lock:
-            entry = self._entries.get((uuid, kind.ROUTE))
+        entry = self.entry(uuid, kind)
         return entry[0] if entry is not None else None
+
+    def entry(self, uuid: str, kind: type[Snapshot]) -> tuple[Snapshot, float] | None:
+        """The last snapshot of the field and when it was taken, however old."""
+        with self._lock:
+            return self._entries.get((uuid, kind.ROUTE))
 
     def trusted(
         self, uuid: str, kind: type[Snapshot], generation: int | None = None
     ) -> Snapshot | None:
         """The snapshot if it is young, and (when ``generation`` is given) proven at it."""
-        with self._lock:
-            entry = self._entries.get((uuid, kind.ROUTE))
+        entry = self.trusted_entry(uuid, kind, generation)
+        return entry[0] if entry is not None else None
+
+    def trusted_entry(
+        self, uuid: str, kind: type[Snapshot], generation: int | None = None
+    ) -> tuple[Snapshot, float] | None:
+        """As :meth:`trusted`, with the time the snapshot was taken (to carry it on)."""
+        entry = self.entry(uuid, kind)
         if entry is None or self._ttl <= 0 or self._clock() - entry[1] > self._ttl:
             return None
         if generation is not None and entry[0].generation != generation:
             return None
-        return entry[0]
+        return entry
 
     def discard(self, uuid: str, kind: type[Snapshot] | None = None) -> None:
         """Forget one field of a provider, or all of them."""

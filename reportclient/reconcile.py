@@ -1,11 +1,13 @@
 """Declarative reconcile: make a provider tree match a description, in the fewest requests.
 
-One ``GET /resource_providers?in_tree=`` lists the whole tree with every
-provider's generation. Providers missing from it are created (parents
-first), renamed or re-parented ones updated. Then, per provider, each field
-the description manages (inventories, traits, aggregates) is one
-:class:`~reportclient.provider_cycle.ProviderCycle`: read, compute, write
-only if something differs, retried from a re-read on a generation conflict.
+One ``GET /resource_providers?in_tree=`` per tree described (each root,
+and each existing provider a described subtree hangs from) lists the
+providers with their generations. Providers missing from the listings are
+created (parents first), renamed or re-parented ones updated. Then, per
+provider, each field the description manages (inventories, traits,
+aggregates) is one :class:`~reportclient.provider_cycle.ProviderCycle`:
+read, compute, write only if something differs, retried from a re-read on
+a generation conflict.
 
 Requests are saved without trusting anything unproven:
 
@@ -16,7 +18,8 @@ Requests are saved without trusting anything unproven:
 * a cached snapshot is used instead of a read only if the listing shows the
   provider at the snapshot's generation *and* the snapshot is within the
   client's ``cache_ttl`` (see :mod:`reportclient.provider_cache` for why the
-  generation alone cannot prove it);
+  generation alone cannot prove it), its age counted from the request that
+  proved it, never from a later reconcile that trusted or carried it;
 * custom resource classes and traits are ensured (``PUT``) only when a field
   about to be written names one the provider does not already hold.
 
@@ -109,10 +112,13 @@ class _Run:
         self.ensured: set[str] = set()
 
     def providers(self, specs: Sequence[ProviderSpec]) -> dict[str, ResourceProvider]:
-        """List the tree, then create, rename or re-parent what differs."""
-        root = next((s for s in specs if s.parent is None), specs[0])
-        self.requests += 1
-        found = {rp.uuid: rp for rp in self.client.list_providers(in_tree=root.uuid)}
+        """List every tree described, then create, rename or re-parent what differs."""
+        found: dict[str, ResourceProvider] = {}
+        for anchor in _tree_anchors(specs):
+            if anchor in found:
+                continue  # an earlier listing held it, hence its whole tree
+            self.requests += 1
+            found.update((rp.uuid, rp) for rp in self.client.list_providers(in_tree=anchor))
         for spec in specs:
             rp = found.get(spec.uuid)
             if rp is None:
@@ -156,13 +162,16 @@ class _Run:
 
     def fields(self, spec: ProviderSpec, rp: ResourceProvider, fresh: bool) -> None:
         """Bring each managed field of one provider to the description."""
-        known: dict[str, Snapshot] = {}
+        cache = self.client.cache
+        # Each known snapshot, with when the read or write that proved its
+        # content was cached (None: unknown; used in this call, not cached on).
+        known: dict[str, tuple[Snapshot, float | None]] = {}
         for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
-            cached = self.client.cache.get(rp.uuid, kind) if fresh else None
-            if cached is None:
-                cached = self.client.cache.trusted(rp.uuid, kind, rp.generation)
-            if cached is not None and cached.generation == rp.generation:
-                known[kind.ROUTE] = cached
+            entry = cache.entry(rp.uuid, kind) if fresh else None
+            if entry is None:
+                entry = cache.trusted_entry(rp.uuid, kind, rp.generation)
+            if entry is not None and entry[0].generation == rp.generation:
+                known[kind.ROUTE] = entry
         generation = rp.generation
         plans: list[tuple[type[Snapshot], Callable[[Any], Any], Iterable[str]]] = []
         if spec.inventories is not None:
@@ -174,11 +183,13 @@ class _Run:
         for kind, compute, custom in plans:
             # The union of field types is not a value of the TypeVar: Any bridges it.
             any_kind: Any = kind
-            start = known.get(kind.ROUTE)
-            just_read = start is None
-            if start is None:
+            held = known.get(kind.ROUTE)
+            just_read = held is None
+            if held is None:
                 self.requests += 1
-                start = self.client.read(any_kind, rp.uuid, self.request_id)
+                read = self.client.read(any_kind, rp.uuid, self.request_id)
+                held = (read, _taken_at(cache.entry(rp.uuid, kind), read))
+            start = held[0]
             if not start.holds(compute(start.value)):
                 self._ensure(kind, custom, start)
             result, sent, wrote = self.client.change(
@@ -196,19 +207,26 @@ class _Run:
             if wrote and result.generation == generation + 1:
                 # Our write moved it from the generation the others are known
                 # at, and changed only its own field: they hold at the new one.
+                # Their content was proven when first read, not now: each
+                # keeps its taken-at, so the ttl still bounds its age.
                 known = {
-                    route: dataclasses.replace(snap, generation=result.generation)
-                    for route, snap in known.items()
+                    route: (dataclasses.replace(snap, generation=result.generation), taken)
+                    for route, (snap, taken) in known.items()
                     if snap.generation == generation
                 }
             elif result.generation != generation:
                 known = {}  # someone else wrote: nothing else is known any more
-            known[kind.ROUTE] = result
+            if result is start:
+                known[kind.ROUTE] = held  # nothing sent produced it: same age
+            else:
+                # The cycle cached its last read or write, stamped when it returned.
+                known[kind.ROUTE] = (result, _taken_at(cache.entry(rp.uuid, kind), result))
             generation = result.generation
-        for snap in known.values():
-            # What our own writes proved still holds at the final generation.
-            if snap.generation == generation:
-                self.client.cache.put(snap)
+        for snap, taken in known.values():
+            # What our own writes proved still holds at the final generation,
+            # as old as the request that proved it (never re-stamped now).
+            if snap.generation == generation and taken is not None:
+                cache.put(snap, taken_at=taken)
         self.generations[rp.uuid] = generation
 
     def _ensure(self, kind: type[Snapshot], custom: Iterable[str], start: Snapshot) -> None:
@@ -236,6 +254,34 @@ class _Run:
 
 
 _KEEP: Any = object()
+
+
+def _taken_at(entry: tuple[Snapshot, float] | None, snap: Snapshot) -> float | None:
+    """When ``snap`` was cached, if the cache ``entry`` still holds this very snapshot.
+
+    Another thread of the same client may have cached a newer one since;
+    then ``snap``'s age is unknown and it is not cached on.
+    """
+    return entry[1] if entry is not None and entry[0] is snap else None
+
+
+def _tree_anchors(specs: Sequence[ProviderSpec]) -> list[str]:
+    """One provider per tree the description touches, to list it by (``in_tree``).
+
+    A spec without a parent is a root (an ironic-style service describes one
+    per node); a spec whose parent is not described hangs from a provider
+    already in Placement, whose listing holds the spec too. Every other spec
+    is in the tree of one of those. Listing only the first tree would make
+    every other root look missing and be POSTed again (a 409) every period.
+    """
+    described = {s.uuid for s in specs}
+    anchors: dict[str, None] = {}
+    for spec in specs:
+        if spec.parent is None:
+            anchors[spec.uuid] = None
+        elif spec.parent not in described:
+            anchors[spec.parent] = None
+    return list(anchors)
 
 
 def _custom(names: Iterable[str]) -> list[str]:
