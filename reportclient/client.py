@@ -98,7 +98,11 @@ class PlacementClient(SchedulingOps):
             raise InvalidInput(str(exc)) from None
         self._retry = retry if retry is not None else default_retry()
         self._providers = ProviderClient(
-            self._transport, retry=self._retry, cache_ttl=cache_ttl, clock=clock
+            self._transport,
+            retry=self._retry,
+            cache_ttl=cache_ttl,
+            clock=clock,
+            consumer_cache=self._cache,
         )
 
     @classmethod

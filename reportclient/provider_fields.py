@@ -14,10 +14,12 @@ from typing import Any
 
 import tenacity
 
+from reportclient._engine.field_write import Field, FieldWrite, read_field
+from reportclient._engine.guarded_write import run_attempts
+from reportclient.cache import ConsumerCache
 from reportclient.errors import InvalidInput, PlacementError
 from reportclient.models import validate_uuid
 from reportclient.provider_cache import ProviderCache
-from reportclient.provider_cycle import Field, ProviderCycle, read_field
 from reportclient.provider_models import (
     Inventory,
     ProviderAggregates,
@@ -26,7 +28,6 @@ from reportclient.provider_models import (
     inventories_from,
     validate_standard_name,
 )
-from reportclient.retry import run_attempts
 from reportclient.transport import Transport, validate_request_id
 
 __all__ = ["InventoryMutator", "ProviderFields"]
@@ -45,10 +46,14 @@ class ProviderFields:
         retry: tenacity.Retrying,
         cache_ttl: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        consumer_cache: ConsumerCache | None = None,
     ) -> None:
         self._transport = transport
         self._retry = retry
         self.cache = ProviderCache(cache_ttl, clock)
+        # The client's consumer cache, which a reshape's allocation writes
+        # keep right; a ProviderClient on its own keeps none.
+        self._consumer_cache = consumer_cache if consumer_cache is not None else ConsumerCache(0)
 
     # -- inventories ---------------------------------------------------------
     def get_inventories(
@@ -209,7 +214,7 @@ class ProviderFields:
 
         The building block of :meth:`set_inventory` and friends, and of reconcile.
         """
-        cycle = ProviderCycle(
+        write = FieldWrite(
             self._transport,
             self.cache,
             kind,
@@ -221,9 +226,9 @@ class ProviderFields:
             start_read=start_read,
         )
         try:
-            return run_attempts(cycle, self._retry), cycle.requests, cycle.wrote
+            return run_attempts(write, self._retry), write.requests, write.wrote
         except PlacementError:
-            self.cache.discard(cycle.uuid, kind)
+            self.cache.discard(write.uuid, kind)
             raise
 
     def _change(

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from reportclient._engine.guarded_write import run_attempts
+from reportclient._engine.reshape_write import ReshapeWrite
 from reportclient.errors import InvalidInput
 from reportclient.models import validate_uuid
 from reportclient.provider_fields import InventoryMutator, ProviderFields
@@ -23,8 +25,7 @@ from reportclient.provider_models import (
     ResourceProvider,
     validate_custom_name,
 )
-from reportclient.reshaper import Reshape, ReshapeCycle, ReshapeState
-from reportclient.retry import run_attempts
+from reportclient.reshaper import Reshape, ReshapeState
 from reportclient.transport import Microversion, validate_request_id
 
 if TYPE_CHECKING:
@@ -195,15 +196,16 @@ class ProviderClient(ProviderFields):
         :raises CapacityExceeded: the target's allocations do not fit.
         :raises OutcomeUnknown: the policy gave up while a lost reshape may still land.
         """
-        cycle = ReshapeCycle(
+        write = ReshapeWrite(
             self._transport,
             self.cache,
+            self._consumer_cache,
             providers,
             consumers,
             compute,
             validate_request_id(global_request_id),
         )
-        return run_attempts(cycle, self._retry)
+        return run_attempts(write, self._retry)
 
     def reconcile(
         self,
