@@ -236,42 +236,88 @@ def test_lost_answer_to_a_release_that_landed_is_success_without_writing_again(
     assert placement_admin.usages(compute_node)["VCPU"] == 0
 
 
-def test_claim_whose_request_never_left_is_written_once_after_reading(
+def _seed(admin: PlacementAdmin, consumer: str, rp: str) -> None:
+    """Another service's consumer holding 1 VCPU on ``rp``, at generation 1."""
+    body = {
+        "allocations": {rp: {"resources": {"VCPU": 1}}},
+        "consumer_generation": None,
+        "project_id": PROJECT,
+        "user_id": USER,
+        "consumer_type": "INSTANCE",
+    }
+    assert admin.put_allocations(consumer, body).status_code == 204
+
+
+def test_claim_of_a_new_consumer_whose_answer_was_lost_is_never_sent_again(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
+    """Still missing after a reset: the create may have landed and been deleted since."""
     adapter = LosingAdapter("PUT", deliver=False)
     client = _client_over(real_placement.url, adapter, retry=fast_retry())
     consumer = new_id()
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    with pytest.raises(OutcomeUnknown) as caught:
+        client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
-    assert state.generation == 1
+    assert wire(real_placement) == [("GET", path, 200)]
+    assert caught.value.sent.consumer_generation is None
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+
+
+def test_update_whose_request_never_left_is_written_once_after_reading(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    """At the carried generation, holding the premise: not landed, written again."""
+    consumer = new_id()
+    _seed(placement_admin, consumer, compute_node)
+    adapter = LosingAdapter("PUT", deliver=False)
+    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    real_placement.clear_requests_seen()
+
+    state = client.update_allocations(
+        consumer,
+        replace_allocations({compute_node: {"VCPU": 2}}),
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    path = f"/allocations/{consumer}"
+    assert adapter.lost == [f"PUT {path}"]
+    assert wire(real_placement) == [("GET", path, 200), ("GET", path, 200), ("PUT", path, 204)]
+    assert state.generation == 2
     raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
+    assert raw["consumer_generation"] == 2
     assert held(raw) == {compute_node: {"VCPU": 2}}
 
 
 def test_answers_lost_beyond_the_retry_policy_raise_placement_unavailable(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
+    consumer = new_id()
+    _seed(placement_admin, consumer, compute_node)
     adapter = LosingAdapter("PUT", deliver=False, times=3)
     client = _client_over(real_placement.url, adapter, retry=fast_retry(attempts=3))
-    consumer = new_id()
     real_placement.clear_requests_seen()
 
     with pytest.raises(PlacementUnavailable) as caught:
-        client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+        client.update_allocations(
+            consumer,
+            replace_allocations({compute_node: {"VCPU": 2}}),
+            project_id=PROJECT,
+            user_id=USER,
+        )
 
     path = f"/allocations/{consumer}"
     assert len(adapter.lost) == 3
-    # Each attempt looked before trying again; no write ever reached Placement.
-    assert wire(real_placement) == [("GET", path, 200)] * 3
+    # Each attempt looked before trying again; no write ever reached Placement, but the
+    # client cannot know that: the last one may still land.
+    assert wire(real_placement) == [("GET", path, 200)] * 4
+    assert isinstance(caught.value, OutcomeUnknown)
     assert (caught.value.method, caught.value.url) == ("PUT", path)
-    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert held(placement_admin.get_allocations(consumer)) == {compute_node: {"VCPU": 1}}
 
 
 # -- a real crash: the server process is killed, then restarted ------------------------------------
