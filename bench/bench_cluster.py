@@ -34,8 +34,8 @@ from bench_contention import contention_cell
 from bench_drivers import BareDriver, Driver, NovaDriver, ReportclientDriver
 from bench_report import table
 
+from reportclient._wire.transport import size_pool
 from reportclient.testing import PlacementAdmin, PlacementCluster
-from reportclient.transport import size_pool
 
 RC, BARE, NOVA = "reportclient", "bare PUT", "nova"
 #: The bare PUT again, measured as a variant of its own: its "x bare" is the noise floor.

@@ -6,17 +6,47 @@ Scheduler code claims and reads consumers' allocations through
 consumer, recomputing the allocations and writing again.
 """
 
-from reportclient.cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
-from reportclient.candidates import (
+from reportclient._clients.placement import PlacementClient
+from reportclient._clients.providers import ProviderClient
+from reportclient._engine.consumer_cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
+from reportclient._model.candidate_results import (
     AllocationCandidates,
     AllocationRequest,
-    CandidatesQuery,
     ProviderSummary,
-    RequestGroup,
     ResourceSummary,
-    any_of,
 )
-from reportclient.client import Mutator, PlacementClient
+from reportclient._model.candidates import CandidatesQuery, RequestGroup, any_of
+from reportclient._model.consumers import Allocations, AllocationWrite, ConsumerAllocations
+from reportclient._model.microversions import (
+    CONSUMER_GENERATION_VERSION,
+    CONSUMER_TYPE_VERSION,
+    MAX_VERSION,
+    REPARENT_VERSION,
+    RESHAPER_VERSION,
+)
+from reportclient._model.moves import Move
+from reportclient._model.mutators import (
+    Mutation,
+    Mutator,
+    add_allocations,
+    idempotent,
+    is_idempotent,
+    remove_providers,
+    replace_allocations,
+)
+from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
+from reportclient._model.providers import (
+    Inventory,
+    InventoryMutator,
+    ProviderAggregates,
+    ProviderInventories,
+    ProviderTraits,
+    ProviderWrite,
+    ResourceProvider,
+)
+from reportclient._model.reshape import Reshape, ReshapeState
+from reportclient._model.usages import ConsumerTypeUsages, ProjectUsages, ProviderUsages
+from reportclient._wire.transport import DEFAULT_POOL_SIZE, DEFAULT_TIMEOUT
 from reportclient.errors import (
     CannotDeleteParent,
     CapacityExceeded,
@@ -36,37 +66,7 @@ from reportclient.errors import (
     ProviderInUse,
     ProviderNotFound,
 )
-from reportclient.models import Allocations, AllocationWrite, ConsumerAllocations
-from reportclient.moves import Move
-from reportclient.mutators import (
-    Mutation,
-    add_allocations,
-    idempotent,
-    is_idempotent,
-    remove_providers,
-    replace_allocations,
-)
-from reportclient.provider_fields import InventoryMutator
-from reportclient.provider_models import (
-    Inventory,
-    ProviderAggregates,
-    ProviderInventories,
-    ProviderTraits,
-    ProviderWrite,
-    ResourceProvider,
-)
-from reportclient.providers import REPARENT_VERSION, ProviderClient
-from reportclient.reconcile import ProviderSpec, ReconcileReport
-from reportclient.reshaper import RESHAPER_VERSION, Reshape, ReshapeState
 from reportclient.retry import NO_RETRY, default_retry, no_retry, wait_full_jitter
-from reportclient.transport import (
-    CONSUMER_GENERATION_VERSION,
-    CONSUMER_TYPE_VERSION,
-    DEFAULT_POOL_SIZE,
-    DEFAULT_TIMEOUT,
-    MAX_VERSION,
-)
-from reportclient.usages import ConsumerTypeUsages, ProjectUsages, ProviderUsages
 
 __all__ = [
     "CONSUMER_GENERATION_VERSION",

@@ -2,6 +2,6 @@
 
 import sys
 
-from reportclient.cli import main
+from reportclient._cli import main
 
 sys.exit(main())

@@ -32,9 +32,14 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 
-from reportclient.client import PlacementClient
+from reportclient._clients.placement import PlacementClient
+from reportclient._wire.transport import (
+    DEFAULT_POOL_SIZE,
+    DEFAULT_TIMEOUT,
+    size_pool,
+    validate_timeout,
+)
 from reportclient.errors import PlacementAuthError
-from reportclient.transport import DEFAULT_POOL_SIZE, DEFAULT_TIMEOUT, size_pool, validate_timeout
 
 if TYPE_CHECKING:
     from oslo_config import cfg

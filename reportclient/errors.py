@@ -1,4 +1,4 @@
-"""The exceptions reportclient raises, and the one place a response becomes one.
+"""The exceptions reportclient raises.
 
 The hierarchy::
 
@@ -23,19 +23,19 @@ The hierarchy::
 Every error carries what an operator needs to find the request in
 Placement's logs: status, code, title, detail, request id, method, URL and,
 where there is one, the consumer. ``str()`` starts with the request id.
-Tokens are never stored on an exception.
+Tokens are never stored on an exception. The one place a response becomes
+one of these is :mod:`reportclient._wire.responses`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reportclient.models import AllocationWrite, ConsumerAllocations
-    from reportclient.provider_models import ProviderWrite
+    from reportclient._model.consumers import AllocationWrite, ConsumerAllocations
+    from reportclient._model.providers import ProviderWrite
 
 __all__ = [
     "CannotDeleteParent",
@@ -55,7 +55,6 @@ __all__ = [
     "PlacementUnavailable",
     "ProviderInUse",
     "ProviderNotFound",
-    "error_from_response",
 ]
 
 CONCURRENT_UPDATE = "placement.concurrent_update"
@@ -66,9 +65,6 @@ PROVIDER_IN_USE = "placement.resource_provider.inuse"
 PROVIDER_CANNOT_DELETE_PARENT = "placement.resource_provider.cannot_delete_parent"
 PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
 
-# Placement gives the over-capacity 409 no code of its own, so its wording
-# is the only thing that tells it apart from other undefined-code conflicts.
-_CAPACITY_MARKERS = ("exceed the capacity", "Unable to allocate inventory")
 # The one substring match we cannot avoid: the same code covers both a stale
 # consumer generation and a race between writers inside the server.
 _CONSUMER_CONFLICT = re.compile(r"consumer generation conflict - expected (\S+) but got (\S+)")
@@ -77,8 +73,6 @@ _CONSUMER_CONFLICT = re.compile(r"consumer generation conflict - expected (\S+) 
 _PROVIDER_CONFLICT = re.compile(
     r"resource provider generation conflict|Resource provider's generation already changed"
 )
-# A 404 carries no code of its own; its wording names the missing provider.
-_NO_PROVIDER = "No resource provider with uuid"
 
 
 class PlacementError(Exception):
@@ -321,97 +315,3 @@ class PlacementEndpointError(PlacementError):
 
     ``__cause__`` is its ``EndpointNotFound`` or ``DiscoveryFailure``.
     """
-
-
-_BY_CODE: dict[str, type[PlacementError]] = {
-    INVENTORY_INUSE: InventoryInUse,
-    DUPLICATE_NAME: DuplicateName,
-    PROVIDER_IN_USE: ProviderInUse,
-    PROVIDER_CANNOT_DELETE_PARENT: CannotDeleteParent,
-    PROVIDER_NOT_FOUND: ProviderNotFound,
-}
-
-
-def _first_error(body: Any) -> dict[str, Any]:
-    if isinstance(body, dict):
-        errors = body.get("errors")
-        if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-            return errors[0]
-        if isinstance(body.get("title"), str):
-            # noauth2's 401 is webob's plain format: title, message, "401 ..." code.
-            message = body.get("message")
-            return {"title": body["title"], "detail": message if isinstance(message, str) else ""}
-    return {}
-
-
-def _clean_detail(detail: str) -> str:
-    # webob puts its stock sentence for the status ("There was a conflict
-    # when trying to complete your request.") before Placement's own words.
-    head, sep, tail = detail.partition("\n\n")
-    if sep and tail.strip() and head.rstrip().endswith(".") and "\n" not in head.strip():
-        detail = tail
-    return " ".join(detail.replace("<br />", " ").split())
-
-
-def error_from_response(
-    *,
-    status: int,
-    text: str,
-    request_id: str | None,
-    method: str,
-    url: str,
-    consumer_uuid: str | None = None,
-) -> PlacementError:
-    """Build the typed exception for an error response.
-
-    Placement's JSON error body (``errors[0]``) supplies code, title and
-    detail; HTML pages and other non-JSON bodies are kept as the detail,
-    shortened, so nothing the server said is lost.
-    """
-    try:
-        body = json.loads(text) if text else None
-    except ValueError:
-        body = None
-    first = _first_error(body)
-    code = first.get("code") if isinstance(first.get("code"), str) else None
-    title = first.get("title") if isinstance(first.get("title"), str) else None
-    raw_detail = first.get("detail")
-    if isinstance(raw_detail, str):
-        detail = _clean_detail(raw_detail)
-    else:
-        detail = " ".join(text.split())[:500] if text else ""
-    request_id = request_id or (first.get("request_id") if first else None)
-    kwargs: dict[str, Any] = dict(
-        status=status,
-        code=code,
-        title=title,
-        detail=detail,
-        request_id=request_id,
-        method=method,
-        url=url,
-        consumer_uuid=consumer_uuid,
-    )
-    message = detail or title or f"HTTP {status}"
-    typed = _BY_CODE.get(code or "")
-    if typed is not None:
-        return typed(message, **kwargs)
-    if status == 409 and code == CONCURRENT_UPDATE:
-        if "in use" in detail and detail.startswith("Unable to delete inventory"):
-            # DELETE .../inventories/{rc} reports an inventory in use under the
-            # concurrent-update code; retrying it could never succeed.
-            return InventoryInUse(message, **kwargs)
-        return GenerationConflict(message, **kwargs)
-    if status == 404 and _NO_PROVIDER in detail:
-        return ProviderNotFound(message, **kwargs)
-    if status == 409 and any(marker in detail for marker in _CAPACITY_MARKERS):
-        return CapacityExceeded(message, **kwargs)
-    if status == 401:
-        return PlacementAuthError(message, **kwargs)
-    if status == 406 and isinstance(body, dict):
-        return MicroversionUnsupported(message, **kwargs)
-    if status >= 500:
-        # Any 5xx may come after the server committed: Placement's own 500
-        # can follow the database commit, and a proxy's 502/503/504/507 may
-        # hide a write the server applied. Only a read can tell.
-        return PlacementUnavailable(message, outcome_unknown=True, **kwargs)
-    return PlacementError(message, **kwargs)

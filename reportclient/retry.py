@@ -1,40 +1,22 @@
-"""Retry policies, and the loop that runs an operation's attempts under one.
+"""Retry policies: tenacity values that decide when an operation tries again.
 
-A policy (a tenacity value) decides *when* to try again and how long to
-wait; *what* is worth retrying is the client's call (a conflict or an
-unreachable server, never an over-capacity refusal, a change of premise or
-an unknown outcome), so :func:`run_attempts` overrides ``retry=`` on a copy
-of the policy for every operation. Jitter draws from one small injectable
-function so tests can pin it.
+A policy decides *when* to try again and how long to wait; *what* is worth
+retrying is the engine's call (a conflict or an unreachable server, never an
+over-capacity refusal, a change of premise or an unknown outcome), so the
+engine (:func:`reportclient._engine.guarded_write.run_attempts`) overrides
+``retry=`` on a copy of the policy for every operation. Jitter draws from one
+small injectable function so tests can pin it.
 """
 
 from __future__ import annotations
 
-import itertools
-import logging
 import random
 import time
-from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from collections.abc import Callable
 
 import tenacity
 
-from reportclient.errors import (
-    ConsumerChanged,
-    GenerationConflict,
-    OutcomeUnknown,
-    PlacementError,
-    PlacementUnavailable,
-)
-
-__all__ = ["NO_RETRY", "Attempts", "default_retry", "no_retry", "run_attempts", "wait_full_jitter"]
-
-LOG = logging.getLogger("reportclient")
-
-_RETRIABLE = (GenerationConflict, PlacementUnavailable)
-# Subclasses of the retriable kinds that end an operation: retrying them
-# would overwrite, or apply a mutation twice.
-_TERMINAL = (ConsumerChanged, OutcomeUnknown)
+__all__ = ["NO_RETRY", "default_retry", "no_retry", "wait_full_jitter"]
 
 #: Writes per operation before giving up.
 DEFAULT_ATTEMPTS = 12
@@ -116,117 +98,3 @@ def no_retry() -> tenacity.Retrying:
 
 #: Shared single-try policy; safe to share because clients copy it per call.
 NO_RETRY = no_retry()
-
-
-def _retriable(exc: BaseException | None) -> bool:
-    return isinstance(exc, _RETRIABLE) and not isinstance(exc, _TERMINAL)
-
-
-ResultT = TypeVar("ResultT", covariant=True)
-
-
-class Attempts(Protocol[ResultT]):
-    """One operation's attempts, as :func:`run_attempts` drives them.
-
-    Implemented for consumer generations (:class:`reportclient.cycle.WriteCycle`)
-    and provider generations (:class:`reportclient.provider_cycle.ProviderCycle`).
-    """
-
-    #: What the operation writes, for logs ("consumer <uuid>").
-    @property
-    def subject(self) -> str: ...
-
-    #: The last failed write was computed from a state just read.
-    @property
-    def contended(self) -> bool: ...
-
-    #: Writes whose answer was lost and which may still land.
-    @property
-    def pending(self) -> Sequence[object]: ...
-
-    def attempt(self, number: int) -> ResultT: ...
-
-    def still_pending(self, exc: PlacementError) -> OutcomeUnknown:
-        """The error for giving up (``exc``) while a write in ``pending`` may still land."""
-        ...
-
-
-def run_attempts(cycle: Attempts[ResultT], policy: tenacity.Retrying) -> ResultT:
-    """Run ``cycle``'s attempts until one succeeds or ``policy`` gives up.
-
-    Most writes land at once, so the policy is only copied (a measurable
-    share of a claim's CPU) after a first attempt has failed. A policy that
-    gives up while a write may still land ends in :class:`OutcomeUnknown`.
-    """
-    try:
-        return cycle.attempt(1)
-    except _RETRIABLE as exc:
-        if not _retriable(exc):
-            raise
-        first_failure = exc
-    numbers = itertools.count(1)
-
-    def attempt() -> ResultT:
-        number = next(numbers)
-        if number == 1:
-            raise first_failure  # let the policy judge the attempt already made
-        return cycle.attempt(number)
-
-    try:
-        # The call form, not the iterator: it honours a user's
-        # retry_error_callback (whose value tenacity then returns).
-        result: ResultT = _operation_policy(cycle, policy)(attempt)
-    except _RETRIABLE as exc:
-        if not _retriable(exc):
-            raise
-        LOG.error("%s: giving up after %d attempt(s): %s", cycle.subject, next(numbers) - 1, exc)
-        if cycle.pending:
-            raise cycle.still_pending(exc) from exc
-        raise
-    return result
-
-
-def _operation_policy(cycle: Attempts[object], policy: tenacity.Retrying) -> tenacity.Retrying:
-    """The user's policy, deciding only when and how long; we decide what.
-
-    A stale consumer (or provider) generation on a write computed from the
-    cache (or from the guess that the consumer is new) means that guess was
-    wrong, not that writers are contending, so the re-read it calls for is not delayed and is
-    logged at DEBUG. A conflict on a write computed from a state just read
-    means contention: it backs off and warns, as does an unreachable server.
-    """
-    user_hook = policy.before_sleep
-    user_wait = policy.wait
-
-    def routine(exc: BaseException | None) -> bool:
-        stale = isinstance(exc, GenerationConflict) and (
-            exc.consumer_conflict or exc.provider_conflict
-        )
-        return stale and not cycle.contended
-
-    def wait(state: tenacity.RetryCallState) -> float:
-        if routine(state.outcome.exception() if state.outcome else None):
-            return 0.0
-        return float(user_wait(state))
-
-    def log_retry(state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        LOG.log(
-            logging.DEBUG if routine(exc) else logging.WARNING,
-            "%s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
-            cycle.subject,
-            state.attempt_number,
-            type(exc).__name__,
-            getattr(exc, "detail", None) or getattr(exc, "message", exc),
-            getattr(exc, "request_id", None),
-            state.upcoming_sleep,
-        )
-        if user_hook is not None:
-            user_hook(state)
-
-    return policy.copy(
-        retry=tenacity.retry_if_exception(_retriable),
-        wait=wait,
-        before_sleep=log_retry,
-        reraise=True,
-    )

@@ -15,7 +15,7 @@ from typing import Any
 
 import reportclient as rc
 from reportclient import Inventory
-from reportclient.providers import ProviderClient
+from reportclient._clients.providers import ProviderClient
 
 TTL = 60.0
 PROVIDERS = 2

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reportclient._engine.consumer_cache import ConsumerCache
 from reportclient._engine.consumer_write import (
     DEFAULT_CONSUMER_TYPE,
     Kind,
@@ -32,7 +33,10 @@ from reportclient._engine.consumer_write import (
 )
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient.cache import ConsumerCache
+from reportclient._engine.wire import Wire
+from reportclient._model.consumers import AllocationWrite, ConsumerAllocations, already_holds
+from reportclient._model.microversions import CONSUMER_TYPE_VERSION
+from reportclient._model.validation import is_valid_name
 from reportclient.errors import (
     ConsumerChanged,
     ConsumerGone,
@@ -40,9 +44,6 @@ from reportclient.errors import (
     OutcomeUnknown,
     PlacementError,
 )
-from reportclient.models import AllocationWrite, ConsumerAllocations, is_valid_name
-from reportclient.outcome import already_holds
-from reportclient.transport import CONSUMER_TYPE_VERSION, Transport
 
 __all__ = ["BatchWrite", "Part", "Plan", "States"]
 
@@ -97,7 +98,7 @@ class BatchWrite(
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Wire,
         cache: ConsumerCache,
         read: Reader,
         parts: Sequence[Part],

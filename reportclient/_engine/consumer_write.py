@@ -27,10 +27,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reportclient._engine.consumer_cache import ConsumerCache
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient.cache import ConsumerCache
-from reportclient.candidates import MAPPINGS_VERSION
+from reportclient._engine.wire import Wire
+from reportclient._model.consumers import AllocationWrite, ConsumerAllocations, already_holds
+from reportclient._model.microversions import CONSUMER_TYPE_VERSION, LEAN_VERSION, MAPPINGS_VERSION
+from reportclient._model.mutators import Mutator
+from reportclient._model.validation import normalize_allocations
 from reportclient.errors import (
     ConsumerChanged,
     ConsumerGone,
@@ -38,19 +42,9 @@ from reportclient.errors import (
     OutcomeUnknown,
     PlacementError,
 )
-from reportclient.models import (
-    Allocations,
-    AllocationWrite,
-    ConsumerAllocations,
-    normalize_allocations,
-)
-from reportclient.outcome import already_holds
-from reportclient.transport import CONSUMER_TYPE_VERSION, LEAN_VERSION, Transport
 
-__all__ = ["DEFAULT_CONSUMER_TYPE", "ConsumerWrite", "Kind", "Mutator", "Reader"]
+__all__ = ["DEFAULT_CONSUMER_TYPE", "ConsumerWrite", "Kind", "Reader"]
 
-#: Given the consumer's current state, return the allocations it should hold.
-Mutator = Callable[[ConsumerAllocations], Allocations]
 #: Reads a consumer from Placement (and refreshes the cache).
 Reader = Callable[[str, str | None], ConsumerAllocations]
 
@@ -95,7 +89,7 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Wire,
         cache: ConsumerCache,
         read: Reader,
         consumer: str,

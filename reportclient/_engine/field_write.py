@@ -25,15 +25,15 @@ from typing import Any, Generic, TypeVar
 
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient.errors import GenerationConflict, OutcomeUnknown
-from reportclient.provider_cache import ProviderCache
-from reportclient.provider_models import (
+from reportclient._engine.provider_cache import ProviderCache
+from reportclient._engine.wire import Wire
+from reportclient._model.providers import (
     ProviderAggregates,
     ProviderInventories,
     ProviderTraits,
     ProviderWrite,
 )
-from reportclient.transport import Transport
+from reportclient.errors import GenerationConflict, OutcomeUnknown
 
 __all__ = ["Field", "FieldWrite", "read_field"]
 
@@ -41,7 +41,7 @@ Field = TypeVar("Field", ProviderInventories, ProviderTraits, ProviderAggregates
 
 
 def read_field(
-    transport: Transport, kind: type[Field], uuid: str, request_id: str | None = None
+    transport: Wire, kind: type[Field], uuid: str, request_id: str | None = None
 ) -> Field:
     """``GET /resource_providers/{uuid}/{route}`` as a typed snapshot."""
     reply = transport.request(
@@ -76,7 +76,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Wire,
         cache: ProviderCache,
         kind: type[Field],
         uuid: str,
@@ -94,7 +94,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         self.uuid = uuid
         self._compute = compute
         self._request_id = request_id
-        self._start_with = start
+        self._start_with: Field | None = start
         self._start_read = start_read
         self._cached = False
         #: Requests this operation sent (reads and writes), for reconcile's accounting.

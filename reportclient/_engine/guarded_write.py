@@ -31,7 +31,7 @@ import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import tenacity
 
@@ -255,9 +255,7 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         raise error
 
 
-def run_attempts(
-    write: GuardedWrite[object, object, ResultT], policy: tenacity.Retrying
-) -> ResultT:
+def run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retrying) -> ResultT:
     """Run ``write``'s attempts until one succeeds or ``policy`` gives up.
 
     Most writes land at once, so the policy is only copied (a measurable
@@ -293,7 +291,7 @@ def run_attempts(
 
 
 def _operation_policy(
-    write: GuardedWrite[object, object, object], policy: tenacity.Retrying
+    write: GuardedWrite[Any, Any, Any], policy: tenacity.Retrying
 ) -> tenacity.Retrying:
     """The user's policy, deciding only when and how long; the engine decides what.
 

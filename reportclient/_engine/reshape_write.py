@@ -16,23 +16,19 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from reportclient._engine.consumer_cache import ConsumerCache
 from reportclient._engine.consumer_write import consumer_evidence, written_state
 from reportclient._engine.fate import Evidence
 from reportclient._engine.field_write import read_field
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient.cache import ConsumerCache
+from reportclient._engine.provider_cache import ProviderCache
+from reportclient._engine.wire import Wire
+from reportclient._model.consumers import AllocationWrite, ConsumerAllocations
+from reportclient._model.microversions import CONSUMER_TYPE_VERSION, RESHAPER_VERSION
+from reportclient._model.providers import ProviderInventories, ProviderWrite
+from reportclient._model.reshape import Reshape, ReshapeState, checked_target, target_holds
+from reportclient._model.validation import is_valid_name, validate_uuid
 from reportclient.errors import InvalidInput, MicroversionUnsupported, OutcomeUnknown
-from reportclient.models import AllocationWrite, ConsumerAllocations, is_valid_name, validate_uuid
-from reportclient.provider_cache import ProviderCache
-from reportclient.provider_models import ProviderInventories, ProviderWrite
-from reportclient.reshaper import (
-    RESHAPER_VERSION,
-    Reshape,
-    ReshapeState,
-    checked_target,
-    target_holds,
-)
-from reportclient.transport import CONSUMER_TYPE_VERSION, Transport, format_version
 
 __all__ = ["ReshapeWrite"]
 
@@ -52,7 +48,7 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Wire,
         cache: ProviderCache,
         consumer_cache: ConsumerCache,
         providers: Iterable[str],
@@ -78,7 +74,7 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
         """Read every named provider's inventories and consumer's allocations."""
         if not self._transport.supports(RESHAPER_VERSION):
             raise MicroversionUnsupported(
-                f"POST /reshaper needs microversion {format_version(RESHAPER_VERSION)}"
+                "POST /reshaper needs microversion {}.{}".format(*RESHAPER_VERSION)
             )
         inventories = {}
         for rp in self._providers:

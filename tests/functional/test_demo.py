@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from reportclient.demo import run_demo
+from reportclient._demo import run_demo
 
 
 def test_demo_against_real_placement_recovers_in_three_requests(real_placement):

@@ -6,6 +6,7 @@ import pytest
 import requests_mock
 
 import reportclient
+from reportclient._model.validation import validate_uuid
 from tests.unit.conftest import (
     MISSING,
     NO_CONTENT,
@@ -160,7 +161,7 @@ def test_shelve_race_with_the_default_client_is_a_read_then_a_new_consumer_write
 def test_update_of_unknown_consumer_reads_first_and_mutate_sees_its_allocations(
     wire, client, consumer, rp
 ):
-    other_rp = reportclient.models.validate_uuid("0" * 8 + "-0000-4000-8000-" + "0" * 12)
+    other_rp = validate_uuid("0" * 8 + "-0000-4000-8000-" + "0" * 12)
     wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
     wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({other_rp: {"VCPU": 4}}, 3))
     seen: list[dict] = []
@@ -271,9 +272,7 @@ def _evict_first_of_three(wire, sleeps, rp):
         cache_size=2,
         retry=reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.0),
     )
-    consumers = [
-        reportclient.models.validate_uuid(f"{i:08d}-0000-4000-8000-000000000000") for i in range(3)
-    ]
+    consumers = [validate_uuid(f"{i:08d}-0000-4000-8000-000000000000") for i in range(3)]
     wire.put(requests_mock.ANY, **NO_CONTENT)
     for c in consumers:
         client.claim(c, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import re
 
-from reportclient import cli
-from reportclient.demo import run_demo
+from reportclient import _cli as cli
+from reportclient._demo import run_demo
 
 
 def test_demo_on_the_fake_recovers_and_shows_the_failure_without_retries():

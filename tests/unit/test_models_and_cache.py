@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import reportclient
-from reportclient.cache import ConsumerCache
+from reportclient._engine.consumer_cache import ConsumerCache
 from tests.unit.conftest import new_uuid
 
 RP1, RP2 = new_uuid(), new_uuid()

@@ -17,9 +17,9 @@ import pytest
 
 import reportclient
 from reportclient import Inventory, ProviderSpec, Reshape, ReshapeState
+from reportclient._clients.providers import ProviderClient
+from reportclient._model.providers import ProviderInventories, inventories_from, stored_ratio
 from reportclient.fixture import FakePlacement, RequestRecord, make_client
-from reportclient.provider_models import ProviderInventories, inventories_from, stored_ratio
-from reportclient.providers import ProviderClient
 from tests.unit.conftest import new_uuid
 
 #: (what a client sent, what Placement on MariaDB answered with afterwards).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import reportclient
+from reportclient._clients.providers import ProviderClient
 from reportclient.fixture import FakePlacement, make_client
-from reportclient.providers import ProviderClient
 from tests.unit.conftest import new_uuid
 
 

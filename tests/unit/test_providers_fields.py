@@ -6,8 +6,8 @@ import pytest
 
 import reportclient
 from reportclient import Inventory
+from reportclient._clients.providers import ProviderClient
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
-from reportclient.providers import ProviderClient
 from tests.unit.conftest import new_uuid
 
 

@@ -6,8 +6,8 @@ import pytest
 
 import reportclient
 from reportclient import Inventory, ProviderSpec
+from reportclient._clients.providers import ProviderClient
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
-from reportclient.providers import ProviderClient
 from tests.unit.conftest import new_uuid
 
 AGG = "5a5b5c5d-0000-4000-8000-000000000001"

@@ -6,10 +6,10 @@ import pytest
 
 import reportclient
 from reportclient import ProviderSpec
+from reportclient._clients.providers import ProviderClient
+from reportclient._engine.provider_cache import ProviderCache
+from reportclient._model.providers import ProviderAggregates, ProviderInventories, ProviderTraits
 from reportclient.fixture import FakeClock, FakePlacement, make_client
-from reportclient.provider_cache import ProviderCache
-from reportclient.provider_models import ProviderAggregates, ProviderInventories, ProviderTraits
-from reportclient.providers import ProviderClient
 from tests.unit.conftest import new_uuid
 
 AGG = "5a5b5c5d-0000-4000-8000-000000000002"

@@ -8,6 +8,7 @@ import threading
 import requests_mock
 
 import reportclient
+from reportclient._engine.consumer_cache import ConsumerCache
 from tests.unit.conftest import NO_CONTENT, PROJECT, URL, USER, allocations_body, new_uuid
 
 THREADS = 8
@@ -53,7 +54,7 @@ def test_threads_claiming_distinct_consumers_through_one_client(wire, client, rp
 
 
 def test_cache_stays_bounded_under_concurrent_writers():
-    cache = reportclient.cache.ConsumerCache(maxsize=50)
+    cache = ConsumerCache(maxsize=50)
     start = threading.Barrier(4)
 
     def worker() -> None:

@@ -21,8 +21,9 @@ from keystoneauth1 import token_endpoint
 from requests.adapters import BaseAdapter, HTTPAdapter
 from urllib3.util.retry import Retry
 
-from reportclient import transport as transport_module
-from reportclient._netfail import Kind, _replays_writes, classify, redact
+from reportclient._wire import transport as transport_module
+from reportclient._wire.failures import Kind, TransportFailure, _replays_writes, classify, redact
+from reportclient._wire.transport import DEFAULT_TIMEOUT, Transport
 from reportclient.errors import (
     InvalidInput,
     MicroversionUnsupported,
@@ -30,7 +31,6 @@ from reportclient.errors import (
     PlacementError,
     PlacementUnavailable,
 )
-from reportclient.transport import DEFAULT_TIMEOUT, Transport, TransportFailure
 from tests.unit.conftest import URL, root_document
 
 SECRET = "tok-SECRET-1234"
@@ -256,7 +256,6 @@ class RefusingToken(token_endpoint.Token):
 def test_default_timeout_is_five_seconds_to_connect_and_thirty_to_read():
     assert DEFAULT_TIMEOUT == (5.0, 30.0)
     assert "DEFAULT_TIMEOUT" in transport_module.__all__
-    assert "TransportFailure" in transport_module.__all__
 
 
 def test_every_request_carries_the_default_timeout(wire):

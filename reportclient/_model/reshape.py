@@ -15,15 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from reportclient._model.consumers import ConsumerAllocations
+from reportclient._model.providers import Inventory, ProviderInventories, inventories_from
+from reportclient._model.validation import normalize_allocations
 from reportclient.errors import InvalidInput
-from reportclient.models import ConsumerAllocations, normalize_allocations
-from reportclient.provider_models import Inventory, ProviderInventories, inventories_from
-from reportclient.transport import Microversion
 
-__all__ = ["RESHAPER_VERSION", "Reshape", "ReshapeState", "checked_target", "target_holds"]
-
-#: ``POST /reshaper`` exists.
-RESHAPER_VERSION: Microversion = (1, 30)
+__all__ = ["Reshape", "ReshapeState", "checked_target", "target_holds"]
 
 
 @dataclass(frozen=True)

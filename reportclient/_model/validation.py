@@ -1,32 +1,29 @@
-"""Typed, immutable views of what Placement holds, and input validation.
+"""Every input rule of the library, each written once.
 
-Validation lives here so that every malformed value is refused with
-:class:`~reportclient.errors.InvalidInput` before a request is built.
+Each malformed value is refused here with
+:class:`~reportclient.errors.InvalidInput` before a request is built: uuids,
+owners, consumer types, resource class and trait names, allocations. The
+value model's types and the engine call these; nothing else re-checks.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from reportclient.errors import InvalidInput
 
 __all__ = [
     "MAX_INT",
-    "AllocationWrite",
-    "Allocations",
-    "ConsumerAllocations",
     "is_valid_name",
     "normalize_allocations",
     "validate_consumer_type",
+    "validate_custom_name",
     "validate_owner",
+    "validate_standard_name",
     "validate_uuid",
 ]
-
-#: provider uuid -> resource class -> amount
-Allocations = Mapping[str, Mapping[str, int]]
 
 # Matched with fullmatch: "$" would also accept a trailing newline.
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -127,84 +124,25 @@ def _is_placement_entry(value: object) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(value, Mapping) and "resources" in value and set(value) <= _ENTRY_KEYS
 
 
-@dataclass(frozen=True, slots=True)
-class AllocationWrite:
-    """One allocation write as sent: what an :class:`OutcomeUnknown` reports.
+_STANDARD_NAME = re.compile(r"[A-Z0-9_]{1,255}")
+_CUSTOM = re.compile(r"CUSTOM_[A-Z0-9_]{1,248}")
 
-    ``consumer_generation`` is the generation the write carried (None: it
-    expected a new consumer); the write can only land while Placement holds
-    exactly that generation.
+
+def validate_standard_name(name: str, what: str = "resource class") -> str:
+    """Return ``name`` if it is a valid resource class or trait name.
+
+    :raises InvalidInput: otherwise.
     """
-
-    consumer_uuid: str
-    allocations: Mapping[str, Mapping[str, int]]
-    consumer_generation: int | None
-    project_id: str
-    user_id: str
-    consumer_type: str | None = None
+    if not isinstance(name, str) or not _STANDARD_NAME.fullmatch(name):
+        raise InvalidInput(f"{what} must match [A-Z0-9_]+, got {name!r}")
+    return name
 
 
-@dataclass(frozen=True, slots=True)
-class ConsumerAllocations:
-    """A consumer's allocations as Placement last reported or accepted them.
+def validate_custom_name(name: str, what: str = "resource class") -> str:
+    """Return ``name`` if it is a valid custom (``CUSTOM_``) name.
 
-    ``generation`` is None when the consumer does not exist; the next write
-    must then expect a new consumer. ``consumer_type`` is None when it was
-    not read: :meth:`PlacementClient.get_allocations` reads it (1.38+), while
-    the reads and writes inside an operation that names no type go at 1.28,
-    where Placement neither shows nor changes it (``LEAN_VERSION``).
+    :raises InvalidInput: otherwise; Placement only lets clients create these.
     """
-
-    consumer_uuid: str
-    allocations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    generation: int | None = None
-    project_id: str | None = None
-    user_id: str | None = None
-    consumer_type: str | None = None
-
-    @property
-    def exists(self) -> bool:
-        """Whether Placement holds this consumer."""
-        return self.generation is not None
-
-    @classmethod
-    def missing(cls, consumer_uuid: str) -> ConsumerAllocations:
-        """The state of a consumer Placement does not know."""
-        return cls(consumer_uuid)
-
-    @classmethod
-    def from_json(cls, consumer_uuid: str, body: Mapping[str, Any]) -> ConsumerAllocations:
-        """Parse a ``GET /allocations/{consumer}`` body (microversion 1.28+).
-
-        A missing consumer comes back without generation or owner keys, so
-        every key but ``allocations`` is optional.
-        """
-        allocations: dict[str, dict[str, int]] = {}
-        for rp_uuid, entry in (body.get("allocations") or {}).items():
-            resources = entry.get("resources") or {}
-            allocations[rp_uuid] = {rc: int(amount) for rc, amount in resources.items()}
-        # Absent for a consumer Placement does not hold; trust it when given.
-        generation = body.get("consumer_generation")
-        return cls(
-            consumer_uuid=consumer_uuid,
-            allocations=allocations,
-            generation=generation if isinstance(generation, int) else None,
-            project_id=body.get("project_id"),
-            user_id=body.get("user_id"),
-            consumer_type=body.get("consumer_type"),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON shape Placement returns for this consumer."""
-        body: dict[str, Any] = {
-            "allocations": {
-                rp: {"resources": dict(resources)} for rp, resources in self.allocations.items()
-            }
-        }
-        if self.exists:
-            body["consumer_generation"] = self.generation
-            for key in ("project_id", "user_id", "consumer_type"):
-                value = getattr(self, key)
-                if value is not None:
-                    body[key] = value
-        return body
+    if not isinstance(name, str) or not _CUSTOM.fullmatch(name):
+        raise InvalidInput(f"a custom {what} must match CUSTOM_[A-Z0-9_]+, got {name!r}")
+    return name

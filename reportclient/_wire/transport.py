@@ -26,25 +26,22 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 
-from reportclient._netfail import (
+from reportclient._model.microversions import CONSUMER_GENERATION_VERSION, MAX_VERSION, Microversion
+from reportclient._wire.failures import (
     Failure,
     Kind,
     TransportFailure,
     classify,
     refuse_write_replays,
 )
-from reportclient._versions import (
-    CONSUMER_GENERATION_VERSION,
-    CONSUMER_TYPE_VERSION,
-    LEAN_VERSION,
-    MAX_VERSION,
-    Microversion,
+from reportclient._wire.negotiation import (
     choose,
     discovered_range,
     format_version,
     parse_version,
     root_range,
 )
+from reportclient._wire.responses import error_from_response
 from reportclient.errors import (
     InvalidInput,
     MicroversionUnsupported,
@@ -52,23 +49,16 @@ from reportclient.errors import (
     PlacementEndpointError,
     PlacementError,
     PlacementUnavailable,
-    error_from_response,
 )
 
 __all__ = [
-    "CONSUMER_GENERATION_VERSION",
-    "CONSUMER_TYPE_VERSION",
     "DEFAULT_POOL_SIZE",
     "DEFAULT_TIMEOUT",
-    "LEAN_VERSION",
-    "MAX_VERSION",
-    "Microversion",
     "Reply",
     "Transport",
-    "TransportFailure",
-    "format_version",
-    "parse_version",
     "size_pool",
+    "validate_request_id",
+    "validate_timeout",
 ]
 
 LOG = logging.getLogger("reportclient")
@@ -202,7 +192,7 @@ class Transport:
         return self.microversion >= version
 
     def _negotiate(self) -> Microversion:
-        """Ask keystoneauth's discovery, else ``GET /`` (see ``reportclient._versions``)."""
+        """Ask keystoneauth's discovery, else ``GET /`` (see ``reportclient._wire.negotiation``)."""
         where: dict[str, Any] = {"method": "GET", "url": "/"}
         ambient = sys.exception()
         failure: Failure | None = None

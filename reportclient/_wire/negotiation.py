@@ -1,4 +1,4 @@
-"""Microversions: what this client speaks, and choosing one from what Placement offers.
+"""Choosing a microversion from what Placement offers.
 
 Placement publishes its range in the root document (``GET /``), which is
 also what keystoneauth1's version discovery reads. Discovery is asked first:
@@ -26,39 +26,11 @@ from typing import Any
 from keystoneauth1 import discover
 from keystoneauth1 import exceptions as ks_exc
 
+from reportclient._model.microversions import CONSUMER_GENERATION_VERSION, MAX_VERSION, Microversion
 from reportclient.errors import InvalidInput
 
-__all__ = [
-    "CONSUMER_GENERATION_VERSION",
-    "CONSUMER_TYPE_VERSION",
-    "LEAN_VERSION",
-    "MAX_VERSION",
-    "Microversion",
-    "choose",
-    "discovered_range",
-    "format_version",
-    "parse_version",
-    "root_range",
-]
+__all__ = ["choose", "discovered_range", "format_version", "parse_version", "root_range"]
 
-Microversion = tuple[int, int]
-
-#: Consumer generations on PUT/POST /allocations; the floor we accept.
-CONSUMER_GENERATION_VERSION: Microversion = (1, 28)
-#: ``consumer_type`` becomes required on allocation writes.
-CONSUMER_TYPE_VERSION: Microversion = (1, 38)
-#: The version for a consumer's reads and writes that set no consumer type
-#: and send no mappings: the lowest that carries generations, as nova's
-#: client sends them. Measured on Placement 16 over MariaDB (4 workers,
-#: ``bench/run.py --placement mariadb`` and the same requests alone): from
-#: 1.38 every allocation read and write loads the whole consumer_types table
-#: (its cache lives one request), 16% more Placement CPU per request with 16
-#: writers on one consumer; and 1.37 costs 6-9% more per GET, PUT and
-#: conflicting PUT than 1.28 even without types. A write that sets a type goes
-#: at the version in use, one with mappings at ``MAPPINGS_VERSION``.
-LEAN_VERSION: Microversion = CONSUMER_GENERATION_VERSION
-#: The newest version this client knows (openstack-placement 16.0.0).
-MAX_VERSION: Microversion = (1, 39)
 
 # fullmatch, and ASCII digits: keystoneauth's parser also takes "v1.39",
 # floats and "latest", none of which is a pin a caller should get away with,

@@ -26,7 +26,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
-from reportclient.client import PlacementClient
+from reportclient._clients.placement import PlacementClient
 from reportclient.errors import GenerationConflict, PlacementError
 from reportclient.retry import NO_RETRY
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reportclient._model.validation import MAX_INT, validate_standard_name, validate_uuid
 from reportclient.errors import InvalidInput
-from reportclient.models import MAX_INT, validate_uuid
 
 __all__ = [
     "MAX_ALLOCATION_RATIO",
     "MAX_INVENTORY_INT",
     "Inventory",
+    "InventoryMutator",
     "ProviderAggregates",
     "ProviderInventories",
     "ProviderTraits",
@@ -31,8 +31,6 @@ __all__ = [
     "ResourceProvider",
     "inventories_from",
     "stored_ratio",
-    "validate_custom_name",
-    "validate_standard_name",
 ]
 
 #: The largest integer Placement stores in an inventory field.
@@ -40,29 +38,6 @@ MAX_INVENTORY_INT = MAX_INT
 
 #: The largest allocation ratio Placement accepts (its schema's ``SQL_SP_FLOAT_MAX``).
 MAX_ALLOCATION_RATIO = 3.40282e38
-
-_NAME = re.compile(r"[A-Z0-9_]{1,255}")
-_CUSTOM = re.compile(r"CUSTOM_[A-Z0-9_]{1,248}")
-
-
-def validate_standard_name(name: str, what: str = "resource class") -> str:
-    """Return ``name`` if it is a valid resource class or trait name.
-
-    :raises InvalidInput: otherwise.
-    """
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise InvalidInput(f"{what} must match [A-Z0-9_]+, got {name!r}")
-    return name
-
-
-def validate_custom_name(name: str, what: str = "resource class") -> str:
-    """Return ``name`` if it is a valid custom (``CUSTOM_``) name.
-
-    :raises InvalidInput: otherwise; Placement only lets clients create these.
-    """
-    if not isinstance(name, str) or not _CUSTOM.fullmatch(name):
-        raise InvalidInput(f"a custom {what} must match CUSTOM_[A-Z0-9_]+, got {name!r}")
-    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +186,10 @@ def inventories_from(value: object, what: str) -> dict[str, Inventory]:
         except InvalidInput as exc:
             raise InvalidInput(f"{what} returned a bad entry for {rc!r}: {exc.message}") from exc
     return out
+
+
+#: Given a copy of a provider's inventories, return what it should hold.
+InventoryMutator = Callable[[dict[str, Inventory]], Mapping[str, Inventory]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,20 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from reportclient._model.microversions import USAGES_BY_TYPE_VERSION, Microversion
+from reportclient._model.validation import validate_owner
 from reportclient.errors import InvalidInput
-from reportclient.models import validate_owner
-from reportclient.transport import CONSUMER_TYPE_VERSION, Microversion
 
 __all__ = [
-    "USAGES_BY_TYPE_VERSION",
     "ConsumerTypeUsages",
     "ProjectUsages",
     "ProviderUsages",
     "usages_query",
 ]
 
-#: ``GET /usages`` groups by consumer type and takes ``consumer_type=``.
-USAGES_BY_TYPE_VERSION: Microversion = CONSUMER_TYPE_VERSION
 
 # Placement's pattern for the consumer_type filter: a type, or the two
 # pseudo-types "all" (everything in one group) and "unknown" (consumers

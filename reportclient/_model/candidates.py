@@ -21,49 +21,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlencode
 
-from reportclient.candidate_results import (
-    AllocationCandidates,
-    AllocationRequest,
-    ProviderSummary,
-    ResourceSummary,
+from reportclient._model.microversions import (
+    ANY_TRAIT_VERSION,
+    CONSUMER_GENERATION_VERSION,
+    FORBIDDEN_AGGREGATES_VERSION,
+    IN_TREE_VERSION,
+    ROOT_REQUIRED_VERSION,
+    SAME_SUBTREE_VERSION,
+    VERBOSE_SUFFIX_VERSION,
+    Microversion,
 )
+from reportclient._model.validation import MAX_INT, is_valid_name, validate_uuid
 from reportclient.errors import InvalidInput
-from reportclient.models import MAX_INT, is_valid_name, validate_uuid
-from reportclient.transport import Microversion
 
-__all__ = [
-    "ANY_TRAIT_VERSION",
-    "FORBIDDEN_AGGREGATES_VERSION",
-    "IN_TREE_VERSION",
-    "MAPPINGS_VERSION",
-    "ROOT_REQUIRED_VERSION",
-    "SAME_SUBTREE_VERSION",
-    "VERBOSE_SUFFIX_VERSION",
-    "AllocationCandidates",
-    "AllocationRequest",
-    "CandidatesQuery",
-    "ProviderSummary",
-    "RequestGroup",
-    "ResourceSummary",
-    "any_of",
-]
+__all__ = ["CandidatesQuery", "RequestGroup", "any_of"]
 
-#: ``in_tree`` and ``in_tree<S>``: only providers of one tree.
-IN_TREE_VERSION: Microversion = (1, 31)
-#: ``member_of=!in:...``: forbidden aggregates.
-FORBIDDEN_AGGREGATES_VERSION: Microversion = (1, 32)
-#: Group suffixes may be any ``[a-zA-Z0-9_-]{1,64}``, not only numbers.
-VERBOSE_SUFFIX_VERSION: Microversion = (1, 33)
-#: Allocation requests carry ``mappings``; allocation writes accept them.
-MAPPINGS_VERSION: Microversion = (1, 34)
-#: ``root_required``: traits the root provider of each candidate must (not) have.
-ROOT_REQUIRED_VERSION: Microversion = (1, 35)
-#: ``same_subtree``, and suffixed groups without resources (only traits).
-SAME_SUBTREE_VERSION: Microversion = (1, 36)
-#: ``required=in:A,B`` (any of) and ``required`` given more than once.
-ANY_TRAIT_VERSION: Microversion = (1, 39)
-
-_BASE_VERSION: Microversion = (1, 28)
 _MAX_NAME = 255
 _SUFFIX = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NUMERIC_SUFFIX = re.compile(r"[1-9][0-9]*")
@@ -167,7 +139,7 @@ class RequestGroup:
 
     def version(self) -> Microversion:
         """The lowest microversion this group's parameters need."""
-        needs = [_BASE_VERSION]
+        needs = [CONSUMER_GENERATION_VERSION]
         if self.in_tree is not None:
             needs.append(IN_TREE_VERSION)
         if self.not_member_of:

@@ -5,7 +5,7 @@ and each existing provider a described subtree hangs from) lists the
 providers with their generations. Providers missing from the listings are
 created (parents first), renamed or re-parented ones updated. Then, per
 provider, each field the description manages (inventories, traits,
-aggregates) is one :class:`~reportclient.provider_cycle.ProviderCycle`:
+aggregates) is one :class:`~reportclient._engine.field_write.FieldWrite`:
 read, compute, write only if something differs, retried from a re-read on
 a generation conflict.
 
@@ -17,7 +17,7 @@ Requests are saved without trusting anything unproven:
   known at the new one, and the next write needs no read;
 * a cached snapshot is used instead of a read only if the listing shows the
   provider at the snapshot's generation *and* the snapshot is within the
-  client's ``cache_ttl`` (see :mod:`reportclient.provider_cache` for why the
+  client's ``cache_ttl`` (see :mod:`reportclient._engine.provider_cache` for why the
   generation alone cannot prove it), its age counted from the request that
   proved it, never from a later reconcile that trusted or carried it;
 * custom resource classes and traits are ensured (``PUT``) only when a field
@@ -32,75 +32,81 @@ updates what its description names, so neither removes what the other wrote.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
-from reportclient.errors import DuplicateName, InvalidInput
-from reportclient.models import validate_uuid
-from reportclient.provider_cache import Snapshot
-from reportclient.provider_models import (
+from reportclient._engine.field_write import Field
+from reportclient._engine.provider_cache import ProviderCache, Snapshot
+from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
+from reportclient._model.providers import (
     Inventory,
     ProviderAggregates,
     ProviderInventories,
     ProviderTraits,
     ResourceProvider,
-    validate_standard_name,
 )
-from reportclient.providers import ProviderClient
+from reportclient.errors import DuplicateName, InvalidInput
 
-__all__ = ["ProviderSpec", "ReconcileReport", "reconcile"]
+__all__ = ["ProviderOps", "reconcile"]
 
 
-@dataclass(frozen=True)
-class ProviderSpec:
-    """What one provider of a tree should be; a field left None is not managed.
+class ProviderOps(Protocol):
+    """What reconcile needs of a provider client (``ProviderClient`` is one).
 
-    :param uuid: the provider's identity (stable across agents and restarts).
-    :param parent: the parent's uuid; None for the tree's root.
+    The engine depends on this, not on the client, so the layers point one way.
     """
 
-    uuid: str
-    name: str
-    parent: str | None = None
-    inventories: Mapping[str, Inventory | int | Mapping[str, Any]] | None = None
-    traits: Iterable[str] | None = None
-    aggregates: Iterable[str] | None = None
+    cache: ProviderCache
 
-    def normalized(self) -> ProviderSpec:
-        """A copy with validated uuids and names, inventories as :class:`Inventory`."""
-        inventories = traits = aggregates = None
-        if self.inventories is not None:
-            inventories = {
-                validate_standard_name(rc): Inventory.of(v) for rc, v in self.inventories.items()
-            }
-        if self.traits is not None:
-            traits = frozenset(validate_standard_name(t, "trait") for t in self.traits)
-        if self.aggregates is not None:
-            aggregates = frozenset(validate_uuid(a, "aggregate") for a in self.aggregates)
-        parent = None if self.parent is None else validate_uuid(self.parent, "parent")
-        return ProviderSpec(
-            validate_uuid(self.uuid, "uuid"), self.name, parent, inventories, traits, aggregates
-        )
+    def list_providers(
+        self, *, in_tree: str | None = None, global_request_id: str | None = None
+    ) -> list[ResourceProvider]: ...
 
+    def get_provider(
+        self, uuid: str, *, global_request_id: str | None = None
+    ) -> ResourceProvider: ...
 
-@dataclass(frozen=True)
-class ReconcileReport:
-    """What a reconcile did: every request it sent, and what it created and changed."""
+    def create_provider(
+        self,
+        name: str,
+        *,
+        uuid: str | None = None,
+        parent_provider_uuid: str | None = None,
+        global_request_id: str | None = None,
+    ) -> ResourceProvider: ...
 
-    requests: int
-    created: tuple[str, ...] = ()
-    updated: tuple[str, ...] = ()
-    #: Provider fields written, as (uuid, "inventories" | "traits" | "aggregates").
-    written: tuple[tuple[str, str], ...] = ()
-    #: Each provider's generation when the reconcile finished with it.
-    generations: Mapping[str, int] = field(default_factory=dict)
+    def update_provider(
+        self,
+        uuid: str,
+        *,
+        name: str | None = None,
+        parent_provider_uuid: str | None = ...,
+        global_request_id: str | None = None,
+    ) -> ResourceProvider: ...
+
+    def read(self, kind: type[Field], uuid: str, request_id: str | None = None) -> Field: ...
+
+    def change(
+        self,
+        kind: type[Field],
+        uuid: str,
+        compute: Callable[[Any], Any],
+        *,
+        idempotent: bool,
+        start: Field | None = None,
+        start_read: bool = True,
+        global_request_id: str | None = None,
+    ) -> tuple[Field, int, bool]: ...
+
+    def ensure_resource_class(self, name: str, *, global_request_id: str | None = None) -> bool: ...
+
+    def ensure_trait(self, name: str, *, global_request_id: str | None = None) -> bool: ...
 
 
 class _Run:
     """One reconcile call's state: its request count and what it has proven."""
 
-    def __init__(self, client: ProviderClient, merge: bool, request_id: str | None) -> None:
+    def __init__(self, client: ProviderOps, merge: bool, request_id: str | None) -> None:
         self.client = client
         self.merge = merge
         self.request_id = request_id
@@ -310,7 +316,7 @@ def _parents_first(specs: Sequence[ProviderSpec]) -> list[ProviderSpec]:
 
 
 def reconcile(
-    client: ProviderClient,
+    client: ProviderOps,
     specs: Iterable[ProviderSpec],
     *,
     merge: bool = False,

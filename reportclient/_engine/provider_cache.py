@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from reportclient.provider_models import ProviderAggregates, ProviderInventories, ProviderTraits
+from reportclient._model.providers import ProviderAggregates, ProviderInventories, ProviderTraits
 
 __all__ = ["ProviderCache", "Snapshot"]
 

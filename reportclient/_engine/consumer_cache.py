@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from reportclient.models import ConsumerAllocations
+from reportclient._model.consumers import ConsumerAllocations
 
 __all__ = ["DEFAULT_CACHE_SIZE", "DEFAULT_CACHE_TTL", "CacheStats", "ConsumerCache"]
 

@@ -17,16 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from reportclient._model.consumers import Allocations, ConsumerAllocations
+from reportclient._model.validation import normalize_allocations, validate_uuid
 from reportclient.errors import InvalidInput
-from reportclient.models import (
-    Allocations,
-    ConsumerAllocations,
-    normalize_allocations,
-    validate_uuid,
-)
 
 __all__ = [
     "Mutation",
+    "Mutator",
     "add_allocations",
     "idempotent",
     "is_idempotent",
@@ -34,7 +31,8 @@ __all__ = [
     "replace_allocations",
 ]
 
-MutateFunction = Callable[[ConsumerAllocations], Allocations]
+#: Given the consumer's current state, return the allocations it should hold.
+Mutator = Callable[[ConsumerAllocations], Allocations]
 
 
 class Mutation:
@@ -47,7 +45,7 @@ class Mutation:
 
     __slots__ = ("_function", "description", "idempotent")
 
-    def __init__(self, function: MutateFunction, *, idempotent: bool, description: str) -> None:
+    def __init__(self, function: Mutator, *, idempotent: bool, description: str) -> None:
         self._function = function
         self.idempotent = idempotent
         self.description = description
@@ -60,7 +58,7 @@ class Mutation:
         return f"<Mutation {self.description} ({kind})>"
 
 
-def idempotent(function: MutateFunction) -> Mutation:
+def idempotent(function: Mutator) -> Mutation:
     """Declare a custom ``mutate`` idempotent: ``f(f(x)) == f(x)`` for every state.
 
     Only then may the client write it again after a lost answer. Usable as a

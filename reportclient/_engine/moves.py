@@ -14,38 +14,23 @@ into the same shape, so a move is just one more plan on the one engine.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from reportclient._engine.batch_write import Part, Plan, States
 from reportclient._engine.consumer_write import Kind
-from reportclient.errors import ConsumerChanged, InvalidInput, NothingToMove
-from reportclient.models import (
-    Allocations,
-    ConsumerAllocations,
+from reportclient._model.consumers import Allocations, ConsumerAllocations
+from reportclient._model.mutators import is_idempotent
+from reportclient._model.validation import (
     normalize_allocations,
     validate_consumer_type,
     validate_uuid,
 )
-from reportclient.mutators import is_idempotent
+from reportclient.errors import ConsumerChanged, InvalidInput, NothingToMove
 
-__all__ = ["ManyPlan", "Move", "MovePlan", "WriteSpec", "plan_many", "plan_move"]
+__all__ = ["ManyPlan", "MovePlan", "WriteSpec", "plan_many", "plan_move"]
 
 #: A multi-consumer write's value per consumer: what it should hold, or how to compute it.
 WriteSpec = Allocations | Callable[[ConsumerAllocations], Allocations]
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """The outcome of :meth:`PlacementClient.move_allocations`.
-
-    ``moved`` is what the source held and the target received; ``source``
-    and ``target`` are both consumers as the move left them (a source
-    emptied by the move is ``exists`` False).
-    """
-
-    source: ConsumerAllocations
-    target: ConsumerAllocations
-    moved: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         # The demo narrates each exchange itself; retry warnings would repeat it.
         logging.getLogger("reportclient").setLevel(logging.ERROR)
-    from reportclient.demo import run_demo
+    from reportclient._demo import run_demo
 
     try:
         return run_demo(args.placement, args.url, args.token)

@@ -1,0 +1,455 @@
+"""ProviderClient: resource providers, and their inventories, traits and aggregates, safely.
+
+Reached as ``PlacementClient.providers``. Providers themselves (create,
+rename, re-parent, delete) carry no generation on the wire, so those are
+plain requests with typed errors. Inventories, traits and aggregates are
+guarded by the provider generation: every change is a
+:class:`~reportclient._engine.field_write.FieldWrite` (read the field,
+compute the new value from it, write it with the generation read) run under
+the client's retry policy by the same engine as allocation writes. The change
+is always expressed as what to do to the field (set one class, add a trait),
+never as a whole value computed earlier, so a retry recomputes it from the
+re-read and keeps what other writers did to the rest of the field.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import tenacity
+
+from reportclient._engine.consumer_cache import ConsumerCache
+from reportclient._engine.field_write import Field, FieldWrite, read_field
+from reportclient._engine.guarded_write import run_attempts
+from reportclient._engine.provider_cache import ProviderCache
+from reportclient._engine.reconcile import reconcile
+from reportclient._engine.reshape_write import ReshapeWrite
+from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
+from reportclient._model.providers import (
+    Inventory,
+    InventoryMutator,
+    ProviderAggregates,
+    ProviderInventories,
+    ProviderTraits,
+    ResourceProvider,
+    inventories_from,
+)
+from reportclient._model.reshape import Reshape, ReshapeState
+from reportclient._model.validation import (
+    validate_custom_name,
+    validate_standard_name,
+    validate_uuid,
+)
+from reportclient._wire.transport import Transport, validate_request_id
+from reportclient.errors import InvalidInput, PlacementError
+
+__all__ = ["ProviderClient"]
+
+
+_UNSET: Any = object()
+
+
+class ProviderClient:
+    """Resource providers and their generation-guarded fields.
+
+    Thread-safe. Built by :class:`~reportclient.PlacementClient`, whose
+    transport, retry policy and clock it shares.
+
+    :param cache_ttl: seconds a provider field read or written is trusted
+        for the next write's content and generation (0: never; see
+        :mod:`reportclient._engine.provider_cache`).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        retry: tenacity.Retrying,
+        cache_ttl: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+        consumer_cache: ConsumerCache | None = None,
+    ) -> None:
+        self._transport = transport
+        self._retry = retry
+        self.cache = ProviderCache(cache_ttl, clock)
+        # The client's consumer cache, which a reshape's allocation writes
+        # keep right; a ProviderClient on its own keeps none.
+        self._consumer_cache = consumer_cache if consumer_cache is not None else ConsumerCache(0)
+
+    # -- providers -----------------------------------------------------------
+    def create_provider(
+        self,
+        name: str,
+        *,
+        uuid: str | None = None,
+        parent_provider_uuid: str | None = None,
+        global_request_id: str | None = None,
+    ) -> ResourceProvider:
+        """Create a provider (generation 0), under a parent if given.
+
+        :raises DuplicateName: the name (or uuid) is taken.
+        :raises PlacementError: 400 when the parent does not exist.
+        """
+        body: dict[str, Any] = {"name": _name(name)}
+        if uuid is not None:
+            body["uuid"] = validate_uuid(uuid, "uuid")
+        if parent_provider_uuid is not None:
+            body["parent_provider_uuid"] = validate_uuid(
+                parent_provider_uuid, "parent_provider_uuid"
+            )
+        reply = self._request("POST", "/resource_providers", body, global_request_id)
+        return ResourceProvider.from_json(reply)
+
+    def get_provider(self, uuid: str, *, global_request_id: str | None = None) -> ResourceProvider:
+        """Read one provider.
+
+        :raises ProviderNotFound: it does not exist.
+        """
+        path = f"/resource_providers/{validate_uuid(uuid, 'uuid')}"
+        return ResourceProvider.from_json(self._request("GET", path, None, global_request_id))
+
+    def list_providers(
+        self,
+        *,
+        name: str | None = None,
+        uuid: str | None = None,
+        member_of: Iterable[str] | None = None,
+        in_tree: str | None = None,
+        required: Iterable[str] | None = None,
+        resources: Mapping[str, int] | None = None,
+        global_request_id: str | None = None,
+    ) -> list[ResourceProvider]:
+        """List providers matching every filter given.
+
+        :param member_of: aggregate uuids; a provider in any of them matches.
+        :param in_tree: any provider's uuid; lists its whole tree.
+        :param required: traits the provider must have; ``"!NAME"`` forbids one.
+        :param resources: capacity the provider must have free, per class.
+        """
+        query: dict[str, str] = {}
+        if name is not None:
+            query["name"] = name
+        if uuid is not None:
+            query["uuid"] = validate_uuid(uuid, "uuid")
+        if member_of is not None:
+            query["member_of"] = "in:" + ",".join(validate_uuid(a, "aggregate") for a in member_of)
+        if in_tree is not None:
+            query["in_tree"] = validate_uuid(in_tree, "in_tree")
+        if required is not None:
+            query["required"] = ",".join(required)
+        if resources is not None:
+            query["resources"] = ",".join(f"{rc}:{n}" for rc, n in resources.items())
+        path = "/resource_providers" + (f"?{urlencode(query)}" if query else "")
+        reply = self._request("GET", path, None, global_request_id)
+        return [ResourceProvider.from_json(rp) for rp in reply["resource_providers"]]
+
+    def update_provider(
+        self,
+        uuid: str,
+        *,
+        name: str | None = None,
+        parent_provider_uuid: str | None = _UNSET,
+        global_request_id: str | None = None,
+    ) -> ResourceProvider:
+        """Rename and/or re-parent a provider (``parent_provider_uuid=None`` un-parents, 1.37+).
+
+        Placement's PUT needs the name, so one that is not changing is read first.
+
+        :raises DuplicateName: the new name is taken.
+        """
+        uuid = validate_uuid(uuid, "uuid")
+        if name is None and parent_provider_uuid is _UNSET:
+            raise InvalidInput("update_provider needs a name or a parent_provider_uuid")
+        body: dict[str, Any] = {}
+        if name is None:
+            name = self.get_provider(uuid, global_request_id=global_request_id).name
+        body["name"] = _name(name)
+        if parent_provider_uuid is not _UNSET:
+            if parent_provider_uuid is not None:
+                parent_provider_uuid = validate_uuid(parent_provider_uuid, "parent_provider_uuid")
+            body["parent_provider_uuid"] = parent_provider_uuid
+        reply = self._request("PUT", f"/resource_providers/{uuid}", body, global_request_id)
+        return ResourceProvider.from_json(reply)
+
+    def delete_provider(self, uuid: str, *, global_request_id: str | None = None) -> None:
+        """Delete a provider (and with it its inventories, traits and aggregate links).
+
+        :raises ProviderInUse: it has allocations.
+        :raises CannotDeleteParent: it has child providers.
+        :raises ProviderNotFound: it does not exist.
+        """
+        uuid = validate_uuid(uuid, "uuid")
+        self._request("DELETE", f"/resource_providers/{uuid}", None, global_request_id)
+        self.cache.discard(uuid)
+
+    # -- resource classes and traits ----------------------------------------------
+    def ensure_resource_class(self, name: str, *, global_request_id: str | None = None) -> bool:
+        """Make a custom resource class exist; True if this call created it.
+
+        ``PUT /resource_classes/{name}`` (1.7+) creates or confirms in one
+        request, so two agents ensuring the same class both succeed.
+        """
+        path = f"/resource_classes/{validate_custom_name(name)}"
+        reply = self._transport.request(
+            "PUT", path, global_request_id=validate_request_id(global_request_id)
+        )
+        return reply.status == 201
+
+    def ensure_trait(self, name: str, *, global_request_id: str | None = None) -> bool:
+        """Make a custom trait exist; True if this call created it (idempotent, race-safe)."""
+        path = f"/traits/{validate_custom_name(name, 'trait')}"
+        reply = self._transport.request(
+            "PUT", path, global_request_id=validate_request_id(global_request_id)
+        )
+        return reply.status == 201
+
+    # -- reshape and reconcile ----------------------------------------------------
+    def reshape(
+        self,
+        providers: Iterable[str],
+        consumers: Iterable[str],
+        compute: Callable[[ReshapeState], Reshape],
+        *,
+        global_request_id: str | None = None,
+    ) -> Reshape:
+        """Move inventories and allocations atomically with ``POST /reshaper`` (1.30+).
+
+        ``compute`` gets the named providers' inventories and consumers'
+        allocations as just read and returns the target; it runs again after
+        every conflict. See :mod:`reportclient._engine.reshape_write`.
+
+        :raises InventoryInUse: the target leaves allocations without inventory.
+        :raises CapacityExceeded: the target's allocations do not fit.
+        :raises OutcomeUnknown: the policy gave up while a lost reshape may still land.
+        """
+        write = ReshapeWrite(
+            self._transport,
+            self.cache,
+            self._consumer_cache,
+            providers,
+            consumers,
+            compute,
+            validate_request_id(global_request_id),
+        )
+        return run_attempts(write, self._retry)
+
+    def reconcile(
+        self,
+        specs: Iterable[ProviderSpec],
+        *,
+        merge: bool = False,
+        global_request_id: str | None = None,
+    ) -> ReconcileReport:
+        """Make a provider tree match ``specs``: see :mod:`reportclient._engine.reconcile`."""
+        return reconcile(self, specs, merge=merge, global_request_id=global_request_id)
+
+    def _request(self, method: str, path: str, body: Any, request_id: str | None) -> Any:
+        reply = self._transport.request(
+            method, path, json=body, global_request_id=validate_request_id(request_id)
+        )
+        return reply.body
+
+    # -- inventories ---------------------------------------------------------
+    def get_inventories(
+        self, uuid: str, *, global_request_id: str | None = None
+    ) -> ProviderInventories:
+        """Read a provider's inventories and generation."""
+        return self.read(ProviderInventories, uuid, global_request_id)
+
+    def set_inventory(
+        self,
+        uuid: str,
+        resource_class: str,
+        inventory: Inventory | int | Mapping[str, Any],
+        *,
+        global_request_id: str | None = None,
+    ) -> ProviderInventories:
+        """Make one class's inventory ``inventory``; every other class stays as re-read.
+
+        :raises InventoryInUse: the new capacity is below what is allocated; not retried.
+        """
+        rc = validate_standard_name(resource_class)
+        inv = Inventory.of(inventory)
+
+        def put(current: dict[str, Inventory]) -> dict[str, Inventory]:
+            current[rc] = inv
+            return current
+
+        return self._change(ProviderInventories, uuid, put, True, global_request_id)
+
+    def remove_inventory(
+        self, uuid: str, resource_class: str, *, global_request_id: str | None = None
+    ) -> ProviderInventories:
+        """Remove one class's inventory, guarded by the generation (unlike ``DELETE``).
+
+        :raises InventoryInUse: it has allocations; not retried.
+        """
+        rc = validate_standard_name(resource_class)
+
+        def drop(current: dict[str, Inventory]) -> dict[str, Inventory]:
+            current.pop(rc, None)
+            return current
+
+        return self._change(ProviderInventories, uuid, drop, True, global_request_id)
+
+    def set_inventories(
+        self,
+        uuid: str,
+        inventories: Mapping[str, Inventory | int | Mapping[str, Any]],
+        *,
+        global_request_id: str | None = None,
+    ) -> ProviderInventories:
+        """Replace all of a provider's inventories (classes not named are removed)."""
+        wanted = {validate_standard_name(rc): Inventory.of(v) for rc, v in inventories.items()}
+        return self._change(
+            ProviderInventories, uuid, lambda _current: dict(wanted), True, global_request_id
+        )
+
+    def update_inventories(
+        self,
+        uuid: str,
+        mutate: InventoryMutator,
+        *,
+        idempotent: bool = False,
+        global_request_id: str | None = None,
+    ) -> ProviderInventories:
+        """Read-modify-write a provider's inventories with ``mutate``.
+
+        ``mutate`` gets a copy of the inventories the write will replace and
+        runs again on every attempt. Say ``idempotent=True`` only if applying
+        it to its own result changes nothing: that lets a lost answer be
+        settled by content; otherwise it raises :class:`OutcomeUnknown`
+        whenever the generation cannot prove the write did not land.
+        """
+        if not callable(mutate):
+            raise InvalidInput("mutate must be a function of the current inventories")
+
+        def checked(current: dict[str, Inventory]) -> dict[str, Inventory]:
+            return inventories_from(mutate(current), "update_inventories' mutate")
+
+        return self._change(ProviderInventories, uuid, checked, idempotent, global_request_id)
+
+    # -- traits ---------------------------------------------------------------
+    def get_traits(self, uuid: str, *, global_request_id: str | None = None) -> ProviderTraits:
+        """Read a provider's traits and generation."""
+        return self.read(ProviderTraits, uuid, global_request_id)
+
+    def add_traits(
+        self, uuid: str, traits: Iterable[str], *, global_request_id: str | None = None
+    ) -> ProviderTraits:
+        """Add traits, keeping every trait the provider has (custom ones must exist)."""
+        names = {validate_standard_name(t, "trait") for t in traits}
+        return self._change(ProviderTraits, uuid, lambda cur: cur | names, True, global_request_id)
+
+    def remove_traits(
+        self, uuid: str, traits: Iterable[str], *, global_request_id: str | None = None
+    ) -> ProviderTraits:
+        """Remove traits, keeping every other trait the provider has."""
+        names = {validate_standard_name(t, "trait") for t in traits}
+        return self._change(ProviderTraits, uuid, lambda cur: cur - names, True, global_request_id)
+
+    def set_traits(
+        self, uuid: str, traits: Iterable[str], *, global_request_id: str | None = None
+    ) -> ProviderTraits:
+        """Make the provider's traits exactly ``traits``."""
+        names = {validate_standard_name(t, "trait") for t in traits}
+        return self._change(ProviderTraits, uuid, lambda _c: set(names), True, global_request_id)
+
+    # -- aggregates -------------------------------------------------------------
+    def get_aggregates(
+        self, uuid: str, *, global_request_id: str | None = None
+    ) -> ProviderAggregates:
+        """Read a provider's aggregates and generation."""
+        return self.read(ProviderAggregates, uuid, global_request_id)
+
+    def add_aggregates(
+        self, uuid: str, aggregates: Iterable[str], *, global_request_id: str | None = None
+    ) -> ProviderAggregates:
+        """Add the provider to aggregates, keeping its other memberships."""
+        uuids = {validate_uuid(a, "aggregate") for a in aggregates}
+        return self._change(
+            ProviderAggregates, uuid, lambda cur: cur | uuids, True, global_request_id
+        )
+
+    def remove_aggregates(
+        self, uuid: str, aggregates: Iterable[str], *, global_request_id: str | None = None
+    ) -> ProviderAggregates:
+        """Remove the provider from aggregates, keeping its other memberships."""
+        uuids = {validate_uuid(a, "aggregate") for a in aggregates}
+        return self._change(
+            ProviderAggregates, uuid, lambda cur: cur - uuids, True, global_request_id
+        )
+
+    def set_aggregates(
+        self, uuid: str, aggregates: Iterable[str], *, global_request_id: str | None = None
+    ) -> ProviderAggregates:
+        """Make the provider's aggregates exactly ``aggregates``."""
+        uuids = {validate_uuid(a, "aggregate") for a in aggregates}
+        return self._change(
+            ProviderAggregates, uuid, lambda _c: set(uuids), True, global_request_id
+        )
+
+    # -- plumbing ---------------------------------------------------------------
+    def change(
+        self,
+        kind: type[Field],
+        uuid: str,
+        compute: Callable[[Any], Any],
+        *,
+        idempotent: bool,
+        start: Field | None = None,
+        start_read: bool = True,
+        global_request_id: str | None = None,
+    ) -> tuple[Field, int, bool]:
+        """Run one field change under the policy.
+
+        :returns: the field as Placement holds it afterwards, the number of
+            requests sent, and whether a write landed.
+
+        The building block of :meth:`set_inventory` and friends, and of reconcile.
+        """
+        write = FieldWrite(
+            self._transport,
+            self.cache,
+            kind,
+            validate_uuid(uuid, "uuid"),
+            compute,
+            idempotent=idempotent,
+            request_id=validate_request_id(global_request_id),
+            start=start,
+            start_read=start_read,
+        )
+        try:
+            return run_attempts(write, self._retry), write.requests, write.wrote
+        except PlacementError:
+            self.cache.discard(write.uuid, kind)
+            raise
+
+    def _change(
+        self,
+        kind: type[Field],
+        uuid: str,
+        compute: Callable[[Any], Any],
+        idempotent: bool,
+        request_id: str | None,
+    ) -> Field:
+        return self.change(
+            kind, uuid, compute, idempotent=idempotent, global_request_id=request_id
+        )[0]
+
+    def read(self, kind: type[Field], uuid: str, request_id: str | None = None) -> Field:
+        """Read one field of a provider (and cache it)."""
+        state = read_field(
+            self._transport, kind, validate_uuid(uuid, "uuid"), validate_request_id(request_id)
+        )
+        self.cache.put(state)
+        return state
+
+
+def _name(name: str) -> str:
+    if not isinstance(name, str) or not 1 <= len(name) <= 200:
+        raise InvalidInput(f"a provider name is a string of 1-200 characters, got {name!r}")
+    return name
