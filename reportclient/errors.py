@@ -259,13 +259,14 @@ class PlacementUnavailable(PlacementError):
 class OutcomeUnknown(PlacementUnavailable):
     """A write was sent, no answer proves whether it landed, and it is not re-applied.
 
-    Raised for a mutation that is not idempotent (applying it twice would
-    differ from applying it once) when consumer-generation arithmetic cannot
-    tell whether the write landed, and for any operation that ends while one
-    of its writes may still land. ``sent`` is the write (its allocations and
-    the generation it carried); ``state`` is what a read showed afterwards,
-    or None when no read succeeded. The write can have landed only if
-    Placement's generation moved past the one ``sent`` carried. For a
+    Raised when a read after a lost answer cannot tell whether the write
+    landed (the fate rule, ``reportclient._engine.fate``) and Placement does
+    not already hold what the operation wants: nothing is written again on
+    such a guess, idempotent or not. Also raised for any operation that ends
+    while one of its writes may still land (a refusal, a caller's callback
+    raising, the policy giving up), chained from what ended it. ``sent`` is
+    the write (its allocations and the generation it carried); ``state`` is
+    what a read showed afterwards, or None when no read succeeded. For a
     provider write ``sent`` is a :class:`~reportclient.ProviderWrite` and
     ``state`` the provider's field as read (a ``ProviderInventories``,
     ``ProviderTraits`` or ``ProviderAggregates``). Built with ``lost=``, the

@@ -239,8 +239,11 @@ class PlacementClient:
         """Make the consumer hold exactly ``allocations``, creating it if needed.
 
         Replaces only what this client knew the consumer to hold (or nothing,
-        for a consumer it never saw); idempotent, so a lost answer is checked
-        and the claim written again as needed.
+        for a consumer it never saw). After a lost answer the consumer is read:
+        holding ``allocations`` is success; at the generation the write
+        carried, as it was, the claim is written again; anything else (a new
+        consumer still missing included: its create may have landed and been
+        deleted since) is :class:`OutcomeUnknown`, never a second write.
 
         :param overwrite: replace whatever the consumer holds, even
             allocations this client never saw (last writer wins).
@@ -320,8 +323,15 @@ class PlacementClient:
 
         Unlike ``DELETE /allocations``, each write carries the generation just
         read (or cached within ``cache_ttl``), so a write racing with it is
-        never lost unseen: the release re-reads and removes what is there. A
-        consumer that is already gone is not an error.
+        never lost unseen. It empties only what it saw first: when a
+        conflict's re-read shows other allocations (another writer came in
+        between), it raises :class:`ConsumerChanged` and writes nothing
+        (:meth:`force_release` removes whatever is there). A consumer that is
+        already gone is not an error.
+
+        :raises ConsumerChanged: the consumer changed since the release read it.
+        :raises OutcomeUnknown: a write's answer was lost and the consumer was
+            then re-created or changed, so whether it landed is unknown.
         """
         self._run(
             consumer_uuid,

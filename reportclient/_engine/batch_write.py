@@ -69,6 +69,9 @@ class Part:
     :param ctype: the consumer type asked for; None keeps the consumer's own.
     :param expected: for a CLAIM, what the caller knows it holds (None: what
         this client's cache knew when the operation began).
+    :param seen_only: for a RELEASE, empty only what the first read showed
+        (a caller's release); False lets the plan decide (a move's source,
+        whose allocations move with it).
     """
 
     consumer: str
@@ -77,6 +80,7 @@ class Part:
     owner_from: str | None = None
     ctype: str | None = None
     expected: Mapping[str, Mapping[str, int]] | None = None
+    seen_only: bool = False
 
 
 class BatchWrite(
@@ -125,6 +129,8 @@ class BatchWrite(
                 known = found.allocations if found is not None and found.exists else {}
                 self._known[part.consumer] = part.expected if part.expected is not None else known
         self._hints: dict[str, int] = {}
+        # What each seen_only RELEASE part held when first read.
+        self._seen: dict[str, Mapping[str, Mapping[str, int]]] = {}
 
     @property
     def subject(self) -> str:
@@ -165,6 +171,8 @@ class BatchWrite(
             wanted = desired.get(consumer, {})
             if part.kind is Kind.CLAIM:
                 self._check_premise(state, wanted)
+            elif part.seen_only:
+                self._check_release(state)
             if not wanted and not state.exists:
                 continue  # nothing to empty; an empty write would leave a phantom record
             owner = self._owner(part, states)
@@ -186,6 +194,20 @@ class BatchWrite(
         raise ConsumerChanged(
             f"the consumer holds {dict(state.allocations)} at generation {state.generation}, "
             f"where the caller expected {dict(known) or 'nothing'}; nothing was written",
+            state=state,
+            known=None,
+            consumer_uuid=state.consumer_uuid,
+        )
+
+    def _check_release(self, state: ConsumerAllocations) -> None:
+        """A release empties only what it saw first (see ConsumerWrite)."""
+        seen = self._seen.setdefault(state.consumer_uuid, state.allocations)
+        if not state.allocations or state.allocations == seen:
+            return
+        raise ConsumerChanged(
+            f"another writer changed the consumer since this release read it: it holds "
+            f"{dict(state.allocations)} at generation {state.generation}, where the release "
+            f"saw {dict(seen) or 'nothing'}; nothing was written",
             state=state,
             known=None,
             consumer_uuid=state.consumer_uuid,

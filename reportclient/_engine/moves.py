@@ -131,8 +131,10 @@ def plan_many(
             parts.append(Part(consumer, Kind.UPDATE, owner=owner, ctype=ctype))
             continue
         fixed[consumer] = normalize_allocations(spec)
-        kind = Kind.CLAIM if fixed[consumer] else Kind.RELEASE
-        parts.append(Part(consumer, kind, owner=owner if fixed[consumer] else None, ctype=ctype))
+        if fixed[consumer]:
+            parts.append(Part(consumer, Kind.CLAIM, owner=owner, ctype=ctype))
+        else:
+            parts.append(Part(consumer, Kind.RELEASE, ctype=ctype, seen_only=True))
 
     def plan(states: States) -> dict[str, dict[str, dict[str, int]]]:
         desired = {c: {rp: dict(res) for rp, res in a.items()} for c, a in fixed.items()}

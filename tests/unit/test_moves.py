@@ -309,6 +309,29 @@ def test_write_many_empty_allocations_release_and_skip_a_missing_consumer(fake, 
     assert not states[held].exists and not states[never].exists
 
 
+def test_write_many_release_refuses_allocations_written_after_its_read(fake, rps, on_fake):
+    """An empty value is a release: it empties only what it saw, never another's later write."""
+    rp_a, rp_b = rps
+    held, fresh = _instance(fake, rp_a), new_uuid()
+    changed = {rp_a: VCPU_2, rp_b: {"VCPU": 1}}
+    reads = []
+
+    def other_writer(fake_, record):
+        if record.method == "GET" and record.path.endswith(held):
+            reads.append(record)
+            if len(reads) == 1:  # right after the release read it
+                fake_.put_allocations(held, changed, project_id=PROJECT, user_id=USER)
+
+    fake.between_requests(other_writer)
+
+    with pytest.raises(reportclient.ConsumerChanged) as err:
+        on_fake.write_many({held: {}, fresh: {rp_b: {"VCPU": 1}}}, project_id=PROJECT, user_id=USER)
+
+    assert err.value.state.allocations == changed
+    assert fake.allocations(held) == changed
+    assert fake.allocations(fresh) == {}
+
+
 def test_write_many_refuses_a_claim_over_allocations_this_client_never_saw(fake, rps, on_fake):
     rp_a, rp_b = rps
     other = _instance(fake, rp_a)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+import reportclient
 from tests.unit.conftest import (
     MISSING,
     NO_CONTENT,
@@ -11,6 +14,7 @@ from tests.unit.conftest import (
     allocations_body,
     calls,
     consumer_conflict,
+    new_uuid,
     sent,
 )
 
@@ -104,3 +108,39 @@ def test_release_that_meets_an_invisible_consumer_has_nothing_left_to_do(
     cached_client.release(consumer)
 
     assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]
+
+
+def test_release_that_loses_to_another_writer_refuses_what_it_never_saw(wire, client, consumer, rp):
+    """No clobber: after a conflict the re-read shows an addition; nothing is emptied."""
+    other = new_uuid()
+    wire.get(
+        f"{URL}/allocations/{consumer}",
+        [
+            {"json": allocations_body({rp: VCPU_1}, 1)},
+            {"json": allocations_body({rp: VCPU_1, other: {"VCPU": 1}}, 2)},
+        ],
+    )
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("2", "1")])
+
+    with pytest.raises(reportclient.ConsumerChanged) as err:
+        client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["GET", "PUT", "GET"]
+    assert err.value.state.allocations == {rp: VCPU_1, other: {"VCPU": 1}}
+
+
+def test_release_that_loses_to_a_same_content_write_empties_it(wire, client, consumer, rp):
+    """A conflict whose re-read holds what the release saw is no change of premise."""
+    wire.get(
+        f"{URL}/allocations/{consumer}",
+        [
+            {"json": allocations_body({rp: VCPU_1}, 1)},
+            {"json": allocations_body({rp: VCPU_1}, 2)},
+        ],
+    )
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("2", "1"), NO_CONTENT])
+
+    client.release(consumer)
+
+    assert [m for m, _ in calls(wire)] == ["GET", "PUT", "GET", "PUT"]
+    assert sent(wire, 3)["consumer_generation"] == 2
