@@ -19,6 +19,20 @@ first), never what to write. Each entry stores the start of the current
 clock *tick*, one float object shared by every entry written during that
 tick, so the age costs a tuple slot (8 bytes) rather than a float apiece; a
 tick start is never later than the real write, so ages only err long.
+
+The cache never goes back in time for a consumer. Threads sharing a client
+overlap their requests, so an answer can be processed after the answer of
+a request sent later (a slow GET after the same client's newer write). Each
+request takes a *ticket* from one counter before it is sent, and the cache
+notes the counter value when it stores an entry: a state whose request was
+sent before the stored entry arrived overlapped it, and replaces it only
+when both exist and it shows a higher generation (within one consumer's
+life generations only grow; across a delete nothing orders the two, and the
+entry already stored stays). Only overlapping requests race, and they are
+recent, so store times are kept for the latest 4,096 puts only (a bounded
+half megabyte, not an int per entry); an older entry counts as stored at
+that window's edge, which can only make a late answer look overlapping,
+never newer than it is.
 """
 
 from __future__ import annotations
@@ -47,20 +61,21 @@ _MAX_TICK = 1.0
 # keeps eviction cheap where one scan per eviction would grow quadratic.
 _EVICT_SHARE = 64
 
-# (tick, stored, generation, project_id, user_id, consumer_type,
+# (tick, generation, project_id, user_id, consumer_type,
 #  then per provider to the end: rp_uuid, n_resources, rc, amount, rc, amount, ...)
 _Entry = tuple[object, ...]
-_HEAD = 6
+_HEAD = 5
+# Consumers whose store time is remembered exactly (the most recent puts).
+_RECENT = 4096
 
 
 def _intern(value: str | None) -> str | None:
     return sys.intern(value) if type(value) is str else value
 
 
-def _encode(state: ConsumerAllocations, tick: float | None, stored: int) -> _Entry:
+def _encode(state: ConsumerAllocations, tick: float | None) -> _Entry:
     flat: list[object] = [
         tick,
-        stored,
         state.generation,
         _intern(state.project_id),
         _intern(state.user_id),
@@ -90,10 +105,10 @@ def _decode(consumer_uuid: str, entry: _Entry) -> ConsumerAllocations:
     return ConsumerAllocations(
         consumer_uuid=consumer_uuid,
         allocations=allocations,
-        generation=entry[2],  # type: ignore[arg-type]
-        project_id=entry[3],  # type: ignore[arg-type]
-        user_id=entry[4],  # type: ignore[arg-type]
-        consumer_type=entry[5],  # type: ignore[arg-type]
+        generation=entry[1],  # type: ignore[arg-type]
+        project_id=entry[2],  # type: ignore[arg-type]
+        user_id=entry[3],  # type: ignore[arg-type]
+        consumer_type=entry[4],  # type: ignore[arg-type]
     )
 
 
@@ -141,6 +156,10 @@ class ConsumerCache:
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
         self._tickets = itertools.count(1)
+        # When each of the most recent puts was stored; every older put was
+        # stored before ``_horizon``.
+        self._recent: dict[str, int] = {}
+        self._horizon = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -202,18 +221,25 @@ class ConsumerCache:
         if not self._maxsize:
             return
         with self._lock:
-            stored = next(self._tickets)
-            old = self._entries.get(state.consumer_uuid)
-            if sent is not None and old is not None and sent < old[1]:  # type: ignore[operator]
+            consumer = state.consumer_uuid
+            old = self._entries.get(consumer)
+            # An entry stored before the recent window was stored before the
+            # horizon: taking the horizon errs towards "overlapped".
+            if (
+                sent is not None
+                and old is not None
+                and sent < self._recent.get(consumer, self._horizon)
+            ):
                 # Sent before the stored entry arrived: the two overlapped.
-                old_generation = old[2]
+                old_generation = old[1]
                 if (
                     state.generation is None
                     or old_generation is None
                     or state.generation <= old_generation  # type: ignore[operator]
                 ):
                     return
-            entry = _encode(state, self._stamp(trusted), stored)
+            self._remember(consumer)
+            entry = _encode(state, self._stamp(trusted))
             self._entries.pop(state.consumer_uuid, None)
             self._entries[state.consumer_uuid] = entry
             if len(self._entries) > self._maxsize:
@@ -222,6 +248,14 @@ class ConsumerCache:
                 for key in oldest:
                     del self._entries[key]
                 self._evictions += len(oldest)
+
+    def _remember(self, consumer: str) -> None:
+        """Note when ``consumer``'s entry is stored (under the lock)."""
+        self._recent.pop(consumer, None)
+        self._recent[consumer] = next(self._tickets)
+        if len(self._recent) > _RECENT:
+            oldest = next(iter(self._recent))
+            self._horizon = self._recent.pop(oldest)
 
     def discard(self, consumer_uuid: str) -> None:
         """Forget a consumer, e.g. when its state is no longer known."""

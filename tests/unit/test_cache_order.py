@@ -1,0 +1,62 @@
+"""The consumer cache never goes back in time for a consumer (threads sharing a client)."""
+
+from __future__ import annotations
+
+from reportclient._engine import consumer_cache
+from reportclient._engine.consumer_cache import ConsumerCache
+from reportclient._model.consumers import ConsumerAllocations
+
+C = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+RP = "3f1b8a52-5c3e-4f3a-9d1c-1a2b3c4d5e6f"
+
+
+def at(generation, vcpu=1):
+    if generation is None:
+        return ConsumerAllocations.missing(C)
+    return ConsumerAllocations(C, {RP: {"VCPU": vcpu}}, generation, "p", "u")
+
+
+def test_a_slow_read_answered_after_a_newer_write_does_not_roll_the_entry_back():
+    cache = ConsumerCache()
+    read_sent = cache.ticket()  # a GET leaves, and is slow
+    write_sent = cache.ticket()  # the same client's PUT leaves after it...
+    cache.put(at(2, vcpu=2), sent=write_sent)  # ...and is answered first
+
+    cache.put(at(1), sent=read_sent)  # the GET's answer, showing the older state
+
+    assert cache.get(C).generation == 2
+
+
+def test_an_overlapping_read_showing_a_later_generation_replaces_the_entry():
+    cache = ConsumerCache()
+    read_sent = cache.ticket()
+    cache.put(at(2), sent=cache.ticket())
+    cache.put(at(3), sent=read_sent)  # served after another writer's write
+    assert cache.get(C).generation == 3
+
+
+def test_an_overlapping_answer_of_another_incarnation_leaves_the_entry():
+    cache = ConsumerCache()
+    read_sent = cache.ticket()
+    cache.put(at(None), sent=cache.ticket())  # our release: deleted
+    cache.put(at(4), sent=read_sent)  # a GET from before the release
+    assert not cache.get(C).exists
+
+
+def test_a_read_sent_after_the_entry_was_stored_always_replaces_it():
+    """Not overlapping: a lower generation means the consumer was deleted and re-created."""
+    cache = ConsumerCache()
+    cache.put(at(5), sent=cache.ticket())
+    cache.put(at(1), sent=cache.ticket())
+    assert cache.get(C).generation == 1
+
+
+def test_an_entry_older_than_the_recent_window_counts_as_overlapping(monkeypatch):
+    monkeypatch.setattr(consumer_cache, "_RECENT", 2)
+    cache = ConsumerCache()
+    slow = cache.ticket()
+    cache.put(at(3), sent=cache.ticket())
+    for i in range(3):  # push C's store time out of the window
+        cache.put(ConsumerAllocations.missing(f"{i:08d}-0000-4000-8000-000000000000"))
+    cache.put(at(2), sent=slow)
+    assert cache.get(C).generation == 3
