@@ -161,6 +161,19 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         """The snapshot was stale: forget it."""
         self._cache.discard(self.uuid, self._kind)
 
+    def look_after_conflict(self, sent: FieldSent[Field]) -> tuple[Field, bool] | None:
+        """Re-read at once: a generation moved by allocations alone is no contention.
+
+        Every allocation against a provider moves its generation, so under a
+        scheduler's claims most conflicts of a field write say nothing about
+        the field. When the re-read shows the field as the write found it,
+        the next attempt goes at once from it; only a change to the field
+        itself (another writer of inventories, traits or aggregates) waits
+        under the policy.
+        """
+        state = self.fresh()
+        return state, not state.holds(sent.premise.value)
+
     def forget(self) -> None:
         """The lost write may have changed the field."""
         self._cache.discard(self.uuid, self._kind)

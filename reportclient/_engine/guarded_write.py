@@ -134,6 +134,17 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
     def conflicted(self, sent: SentT, exc: GenerationConflict) -> None:
         """Learn from a conflict (forget cached state, read hints in its detail)."""
 
+    def look_after_conflict(self, sent: SentT) -> tuple[StateT, bool] | None:
+        """Read at once after a conflict, and say whether writers contend on what ``sent`` changes.
+
+        The default reads nothing: the next attempt reads, after the policy's
+        wait when the failed write was computed from a fresh read. A subject
+        whose generation moves under writes of something else (a provider's,
+        under allocations) overrides this: when the re-read shows what the
+        write changes untouched, there is nothing to wait for.
+        """
+        return None
+
     def forget(self) -> None:
         """Forget cached state after a lost answer: the write may have changed it."""
 
@@ -178,6 +189,8 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             self.contended = fresh
             exc.attempts = number
             self.conflicted(planned, exc)
+            if fresh and not isinstance(exc, ConsumerChanged):
+                self._look_after_conflict(planned)
             raise
         except PlacementUnavailable as exc:
             if not exc.outcome_unknown:
@@ -237,6 +250,15 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             s for s, v in zip(self.pending, verdicts, strict=True) if v is Fate.PENDING
         ]
         return None
+
+    def _look_after_conflict(self, sent: SentT) -> None:
+        try:
+            looked = self.look_after_conflict(sent)
+        except PlacementUnavailable:
+            return  # the next attempt reads anyway
+        if looked is not None:
+            self._prefetched, self.contended = looked
+            self._must_read = False
 
     def _after_lost_answer(self, error: PlacementUnavailable) -> ResultT:
         """Look at once; settle the operation if the read proves enough, else retry later."""

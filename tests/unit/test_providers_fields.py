@@ -77,6 +77,42 @@ def test_inventory_conflict_rereads_and_keeps_the_class_another_writer_added(
     assert sleeps == [1.5]  # computed from a fresh read: contention, so it backs off
 
 
+def test_inventory_conflict_from_allocations_alone_is_retried_at_once(
+    providers: ProviderClient, fake: FakePlacement, rp: str, sleeps: list[float]
+) -> None:
+    """A claim moved the generation, not the inventory: no contention, no backoff."""
+    claim = lambda: fake.put_allocations(  # noqa: E731
+        new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u"
+    )
+    once_after_first_read(fake, claim)
+
+    providers.set_inventory(rp, "MEMORY_MB", 1024)
+
+    assert set(fake.inventory(rp)) == {"VCPU", "MEMORY_MB"}
+    assert wire(fake) == [
+        ("GET", "inventories", 200),
+        ("PUT", "inventories", 409),
+        ("GET", "inventories", 200),
+        ("PUT", "inventories", 200),
+    ]
+    assert sleeps == [0.0]  # at once
+
+
+def test_trait_conflict_from_allocations_alone_is_retried_at_once(
+    providers: ProviderClient, fake: FakePlacement, rp: str, sleeps: list[float]
+) -> None:
+    claim = lambda: fake.put_allocations(  # noqa: E731
+        new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u"
+    )
+    once_after_first_read(fake, claim)
+
+    providers.add_traits(rp, ["HW_CPU_X86_AVX2"])
+
+    assert fake.traits(rp) == {"HW_CPU_X86_AVX2"}
+    assert [m for m, _, _ in wire(fake)] == ["GET", "PUT", "GET", "PUT"]
+    assert sleeps == [0.0]  # at once
+
+
 def test_update_inventories_calls_mutate_again_on_the_reread_state(
     providers: ProviderClient, fake: FakePlacement, rp: str
 ) -> None:
