@@ -253,9 +253,12 @@ class ConsumerCache:
         """Note when ``consumer``'s entry is stored (under the lock)."""
         self._recent.pop(consumer, None)
         self._recent[consumer] = next(self._tickets)
-        if len(self._recent) > _RECENT:
-            oldest = next(iter(self._recent))
-            self._horizon = self._recent.pop(oldest)
+        if len(self._recent) > _RECENT + _RECENT // 4:
+            # Trimmed in batches and rebuilt, for the reason the entries are
+            # evicted in batches (see _EVICT_SHARE).
+            kept = list(self._recent.items())
+            self._horizon = kept[-_RECENT - 1][1]
+            self._recent = dict(kept[-_RECENT:])
 
     def discard(self, consumer_uuid: str) -> None:
         """Forget a consumer, e.g. when its state is no longer known."""
