@@ -29,12 +29,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import tenacity
 from bench_common import INVENTORY, latency_ms, mark, package_version
 from bench_contention import contention_cell
 from bench_drivers import BareDriver, Driver, NovaDriver, ReportclientDriver
 from bench_report import table
 
 from reportclient._wire.transport import size_pool
+from reportclient.retry import DEFAULT_ATTEMPTS, DEFAULT_DEADLINE, wait_full_jitter
 from reportclient.testing import PlacementAdmin, PlacementCluster
 
 RC, BARE, NOVA = "reportclient", "bare PUT", "nova"
@@ -42,6 +44,9 @@ RC, BARE, NOVA = "reportclient", "bare PUT", "nova"
 CONTROL = "bare PUT again"
 #: nova again, as a contention variant of its own: the noise floor of "vs nova".
 NOVA_CONTROL = "nova again"
+#: The policy reportclient shipped before the engine suggested windows: full jitter over
+#: min(8 s, 3 s x 2^(n-1)) after every contended conflict, whatever the contention.
+FIXED = "reportclient, fixed 3 s window"
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -210,8 +215,10 @@ def contention(
             errors: Counter[str] = Counter()
             for c in done:
                 errors.update(c["errors"])
+            latencies = [x for c in done for x in c["latencies_s"]]
             rows.append(
                 {
+                    **latency_ms(latencies),
                     "writers": writers,
                     "variant": name,
                     "ops": ops,
@@ -227,6 +234,16 @@ def contention(
                 }
             )
     return rows
+
+
+def fixed_window_policy() -> tenacity.Retrying:
+    """The default policy as it was: the same stops, a window that ignores the engine's hint."""
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(DEFAULT_ATTEMPTS)
+        | tenacity.stop_after_delay(DEFAULT_DEADLINE),
+        wait=wait_full_jitter(3.0, 8.0),
+        reraise=True,
+    )
 
 
 def run(
@@ -254,6 +271,8 @@ def run(
             CONTROL: lambda: BareDriver(url, token, get_first=False),
         }
         writers: dict[str, Callable[[], Driver]] = {RC: lambda: ReportclientDriver(url, token)}
+        if sizes.get("fixed_window"):
+            writers[FIXED] = lambda: ReportclientDriver(url, token, retry=fixed_window_policy())
         if nova is not None:
             claimers[NOVA] = lambda: NovaDriver(nova, url, token)
             writers[NOVA] = lambda: NovaDriver(nova, url, token)
@@ -381,35 +400,40 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
     ]
     claims = results["fresh_claims"]
     base = {r["threads"]: r["claims_per_s"] for r in claims if r["variant"] == BARE}
-    lines.append("Fresh claims: one client shared by T threads, one new consumer per claim")
-    lines += table(
-        [
-            "threads",
-            "variant",
-            "claims/s",
-            "x bare",
-            "x bare by round",
-            "req/claim",
-            "CPU ms/claim",
-            "p50 ms",
-            "p99 ms",
-            "errors",
-        ],
-        [
+    if claims:
+        lines.append("Fresh claims: one client shared by T threads, one new consumer per claim")
+    lines += (
+        []
+        if not claims
+        else table(
             [
-                str(r["threads"]),
-                r["variant"],
-                r["claims_per_s"],
-                r["claims_per_s"] / base[r["threads"]] if base.get(r["threads"]) else None,
-                _round_ratios(r),
-                r["requests_per_claim"],
-                r["cpu_ms_per_claim"],
-                r["p50_ms"],
-                r["p99_ms"],
-                sum(r["errors"].values()),
-            ]
-            for r in claims
-        ],
+                "threads",
+                "variant",
+                "claims/s",
+                "x bare",
+                "x bare by round",
+                "req/claim",
+                "CPU ms/claim",
+                "p50 ms",
+                "p99 ms",
+                "errors",
+            ],
+            [
+                [
+                    str(r["threads"]),
+                    r["variant"],
+                    r["claims_per_s"],
+                    r["claims_per_s"] / base[r["threads"]] if base.get(r["threads"]) else None,
+                    _round_ratios(r),
+                    r["requests_per_claim"],
+                    r["cpu_ms_per_claim"],
+                    r["p50_ms"],
+                    r["p99_ms"],
+                    sum(r["errors"].values()),
+                ]
+                for r in claims
+            ],
+        )
     )
     if results["contention"]:
         lines += ["", "Contention: W writers (one client each) add 1 VCPU to the same consumer"]
@@ -420,6 +444,8 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
                 "ok/ops",
                 "success",
                 "updates/s",
+                "p50 ms",
+                "p99 ms",
                 "req/op",
                 "PUT/op",
                 "CPU ms/success",
@@ -432,6 +458,8 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
                     f"{r['ok']}/{r['ops']}",
                     r["success_rate"],
                     r["updates_per_s"],
+                    r["p50_ms"],
+                    r["p99_ms"],
                     r["requests_per_op"],
                     r["puts_per_op"],
                     r["cpu_ms_per_success"],

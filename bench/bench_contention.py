@@ -172,6 +172,7 @@ def _cell_result(
         "hit_time_budget": ops < planned,
         "ops_per_s": ok / wall if wall else 0.0,
         **latency_ms(latencies),
+        "latencies_s": latencies,
         "retries_median": percentile(retries, 50),
         "retries_p99": percentile(retries, 99),
         "retries_max": max(retries, default=0),

@@ -105,20 +105,21 @@ CLUSTER_FULL: dict[str, Any] = {
     "threads": [1, 4, 16, 64],
     "claims": {1: 400, 4: 640, 16: 2048, 64: 3072},
     "rounds": 8,
-    "writers": [16, 64],
+    "writers": [2, 4, 16, 64],
     # One round at 64 writers is a single burst of 64 updates, whose cost swings widely
-    # (nova against itself: 0.90-1.11x over 6 rounds), so that cell gets more rounds.
-    "updates": {16: 384, 64: 768},
-    "contention_rounds": {16: 6, 64: 12},
+    # (nova against itself: 0.90-1.11x over 6 rounds), so that cell gets more rounds; at 2
+    # and 4 writers a round is short and one conflict moves its p99, so they get many.
+    "updates": {2: 240, 4: 320, 16: 384, 64: 768},
+    "contention_rounds": {2: 12, 4: 10, 16: 6, 64: 12},
     "budget": 90.0,
 }
 CLUSTER_QUICK: dict[str, Any] = {
     "threads": [1, 4, 16, 64],
     "claims": {1: 20, 4: 40, 16: 64, 64: 128},
     "rounds": 2,
-    "writers": [16, 64],
-    "updates": {16: 32, 64: 64},
-    "contention_rounds": {16: 1, 64: 1},
+    "writers": [2, 4, 16, 64],
+    "updates": {2: 16, 4: 24, 16: 32, 64: 64},
+    "contention_rounds": {2: 1, 4: 1, 16: 1, 64: 1},
     "budget": 30.0,
 }
 
@@ -253,6 +254,20 @@ def main(argv: list[str] | None = None) -> int:
         help="production shape: fresh claims only",
     )
     parser.add_argument(
+        "--writers",
+        help="production shape: contention writer counts to run, e.g. 2,4 (default 2,4,16,64)",
+    )
+    parser.add_argument(
+        "--contention-only",
+        action="store_true",
+        help="production shape: contention only (no fresh claims)",
+    )
+    parser.add_argument(
+        "--fixed-window",
+        action="store_true",
+        help="production shape: also run reportclient with the fixed 3 s window it used to have",
+    )
+    parser.add_argument(
         "--with-nova",
         action="store_true",
         help="also drive nova's SchedulerReportClient (needs nova installed)",
@@ -306,6 +321,11 @@ def _production_shape(
         sizes["rounds"] = args.rounds
     if args.no_contention:
         sizes["writers"] = []
+    if args.writers:
+        sizes["writers"] = [int(w) for w in args.writers.split(",")]
+    if args.contention_only:
+        sizes["threads"] = []
+    sizes["fixed_window"] = args.fixed_window
     if args.json == _HERE / "results" / "latest.json":
         args.json = _HERE / "results" / f"production-{args.placement}.json"
     meta.update(sizes=sizes, placement=args.placement, workers=args.workers)

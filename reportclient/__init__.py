@@ -66,7 +66,13 @@ from reportclient.errors import (
     ProviderInUse,
     ProviderNotFound,
 )
-from reportclient.retry import NO_RETRY, default_retry, no_retry, wait_full_jitter
+from reportclient.retry import (
+    NO_RETRY,
+    default_retry,
+    no_retry,
+    wait_contention,
+    wait_full_jitter,
+)
 
 __all__ = [
     "CONSUMER_GENERATION_VERSION",
@@ -133,6 +139,7 @@ __all__ = [
     "no_retry",
     "remove_providers",
     "replace_allocations",
+    "wait_contention",
     "wait_full_jitter",
 ]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import tenacity
 
-__all__ = ["NO_RETRY", "default_retry", "no_retry", "wait_full_jitter"]
+__all__ = ["NO_RETRY", "default_retry", "no_retry", "wait_contention", "wait_full_jitter"]
 
 #: Writes per operation before giving up.
 DEFAULT_ATTEMPTS = 12
@@ -63,6 +63,37 @@ class wait_full_jitter(tenacity.wait.wait_base):  # noqa: N801 - tenacity's nami
         return float(ceiling * self.rand())
 
 
+class wait_contention(tenacity.wait.wait_base):  # noqa: N801 - tenacity's naming
+    """Full jitter over the engine's window for contending writers, else :class:`wait_full_jitter`.
+
+    A conflict on a write computed from a state just read carries the
+    engine's ``backoff_hint`` (:class:`~reportclient.errors.GenerationConflict`):
+    the window, learned per subject, that the writers colliding there need
+    to take turns in (``reportclient._engine.contention`` says how). The
+    sleep is a uniform share of ``min(cap, hint)``. Anything else (Placement
+    unreachable, a 5xx) backs off as :class:`wait_full_jitter` does.
+
+    :param rand: returns a float in [0, 1); pin it in tests.
+    """
+
+    def __init__(
+        self,
+        base: float = DEFAULT_BASE,
+        cap: float = DEFAULT_CAP,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.cap = cap
+        self.rand = rand
+        self.fallback = wait_full_jitter(base, cap, rand)
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        hint = getattr(exc, "backoff_hint", None)
+        if isinstance(hint, int | float) and hint > 0:
+            return float(min(self.cap, hint) * self.rand())
+        return float(self.fallback(retry_state))
+
+
 def _sleep(seconds: float) -> None:
     # Looked up at each call, not bound at import: services that monkey-patch
     # time.sleep after importing us (eventlet) must get their own sleep.
@@ -81,11 +112,14 @@ def default_retry(
     """The policy a client uses unless given another.
 
     Stops after ``attempts`` tries or ``deadline`` seconds, whichever comes
-    first, and backs off with full jitter between tries.
+    first, and backs off with full jitter between tries: over the engine's
+    window for contending writers after a conflict, over
+    ``min(cap, base * 2 ** (n - 1))`` when Placement did not answer
+    (:class:`wait_contention`).
     """
     return tenacity.Retrying(
         stop=tenacity.stop_after_attempt(attempts) | tenacity.stop_after_delay(deadline),
-        wait=wait_full_jitter(base, cap, rand),
+        wait=wait_contention(base, cap, rand),
         sleep=sleep,
         reraise=True,
     )

@@ -30,6 +30,7 @@ from reportclient._engine.consumer_cache import (
     ConsumerCache,
 )
 from reportclient._engine.consumer_write import ConsumerWrite, Kind
+from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.guarded_write import run_attempts
 from reportclient._engine.moves import WriteSpec, plan_many, plan_move
 from reportclient._model.candidate_results import AllocationCandidates, AllocationRequest
@@ -105,12 +106,14 @@ class PlacementClient:
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
         self._retry = retry if retry is not None else default_retry()
+        self._contention = ContentionMemory(clock)
         self._providers = ProviderClient(
             self._transport,
             retry=self._retry,
             cache_ttl=cache_ttl,
             clock=clock,
             consumer_cache=self._cache,
+            contention=self._contention,
         )
 
     @classmethod
@@ -410,6 +413,7 @@ class PlacementClient:
             ctype=ctype,
             request_id=validate_request_id(global_request_id),
             mappings=mappings,
+            memory=self._contention,
         )
         return run_attempts(write, self._retry)
 
@@ -588,6 +592,7 @@ class PlacementClient:
             overwrite=overwrite,
             by_content=by_content,
             request_id=validate_request_id(request_id),
+            memory=self._contention,
         )
         return run_attempts(write, self._retry)
 

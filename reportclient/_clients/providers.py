@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 import tenacity
 
 from reportclient._engine.consumer_cache import ConsumerCache
+from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.field_write import Field, FieldWrite, read_field
 from reportclient._engine.guarded_write import run_attempts
 from reportclient._engine.provider_cache import ProviderCache
@@ -71,10 +72,13 @@ class ProviderClient:
         cache_ttl: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         consumer_cache: ConsumerCache | None = None,
+        contention: ContentionMemory | None = None,
     ) -> None:
         self._transport = transport
         self._retry = retry
         self.cache = ProviderCache(cache_ttl, clock)
+        # Shared with the PlacementClient that built this one.
+        self._contention = contention if contention is not None else ContentionMemory(clock)
         # The client's consumer cache, which a reshape's allocation writes
         # keep right; a ProviderClient on its own keeps none.
         self._consumer_cache = consumer_cache if consumer_cache is not None else ConsumerCache(0)
@@ -233,6 +237,7 @@ class ProviderClient:
             consumers,
             compute,
             validate_request_id(global_request_id),
+            memory=self._contention,
         )
         return run_attempts(write, self._retry)
 
@@ -421,6 +426,7 @@ class ProviderClient:
             request_id=validate_request_id(global_request_id),
             start=start,
             start_read=start_read,
+            memory=self._contention,
         )
         try:
             return run_attempts(write, self._retry), write.requests, write.wrote

@@ -31,6 +31,7 @@ from reportclient._engine.consumer_write import (
     consumer_evidence,
     written_state,
 )
+from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
 from reportclient._engine.wire import Wire
@@ -112,8 +113,9 @@ class BatchWrite(
         overwrite: bool = False,
         by_content: bool = False,
         request_id: str | None = None,
+        memory: ContentionMemory | None = None,
     ) -> None:
-        super().__init__(idempotent=idempotent or by_content)
+        super().__init__(idempotent=idempotent or by_content, memory=memory)
         self._transport = transport
         self._cache = cache
         self._reader = read

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportclient._engine.consumer_cache import ConsumerCache
+from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
 from reportclient._engine.wire import Wire
@@ -102,8 +103,9 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         ctype: str | None,
         request_id: str | None,
         mappings: Mapping[str, Sequence[str]] | None = None,
+        memory: ContentionMemory | None = None,
     ) -> None:
-        super().__init__(idempotent=idempotent)
+        super().__init__(idempotent=idempotent, memory=memory)
         self._transport = transport
         self._cache = cache
         self._reader = read

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
 from reportclient._engine.provider_cache import ProviderCache
@@ -86,8 +87,9 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         request_id: str | None = None,
         start: Field | None = None,
         start_read: bool = True,
+        memory: ContentionMemory | None = None,
     ) -> None:
-        super().__init__(idempotent=idempotent)
+        super().__init__(idempotent=idempotent, memory=memory)
         self._transport = transport
         self._cache = cache
         self._kind: type[Field] = kind

@@ -35,6 +35,7 @@ from typing import Any, Generic, TypeVar
 
 import tenacity
 
+from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence, Fate, combine, fate
 from reportclient.errors import (
     ConsumerChanged,
@@ -76,10 +77,16 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
     :param idempotent: applying the operation to its own result changes
         nothing; only then may an unknown fate be settled by finding that
         Placement already holds what the operation wants.
+    :param memory: where the client learns how long contending writers of a
+        subject need to spread out (:mod:`reportclient._engine.contention`);
+        None suggests no window, and the policy's own wait applies.
     """
 
-    def __init__(self, *, idempotent: bool) -> None:
+    def __init__(self, *, idempotent: bool, memory: ContentionMemory | None = None) -> None:
         self.idempotent = idempotent
+        self._memory = memory
+        self._contended_conflicts = 0
+        self._window: float | None = None
         #: Writes whose answer was lost and which may still land.
         self.pending: list[SentT] = []
         #: The last state read during this operation.
@@ -174,6 +181,7 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         :raises PlacementUnavailable: Placement did not answer (retriable).
         :raises OutcomeUnknown: a write may have landed and cannot be risked again.
         """
+        began = self._memory.clock() if self._memory is not None else 0.0
         state, fresh = self._start()
         if fresh and self.pending:
             settled = self._settle(state)
@@ -191,6 +199,12 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             self.conflicted(planned, exc)
             if fresh and not isinstance(exc, ConsumerChanged):
                 self._look_after_conflict(planned)
+            stale = exc.consumer_conflict or exc.provider_conflict
+            if self._memory is not None and (self.contended or not stale):
+                self._contended_conflicts += 1
+                cycle = self._memory.clock() - began
+                self._window = self._memory.window(self.subject, cycle, self._contended_conflicts)
+                exc.backoff_hint = self._window
             raise
         except PlacementUnavailable as exc:
             if not exc.outcome_unknown:
@@ -210,6 +224,11 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         # expected a subject to be missing) that this write consumed.
         self.pending.clear()
         return result
+
+    def succeeded(self) -> None:
+        """Tell the contention memory what this operation needed."""
+        if self._memory is not None:
+            self._memory.done(self.subject, self._window)
 
     def still_pending(self, exc: PlacementError) -> OutcomeUnknown:
         """The error for giving up (``exc``) while a write of ours may still land."""
@@ -285,11 +304,14 @@ def run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retryi
     gives up while a write may still land ends in :class:`OutcomeUnknown`.
     """
     try:
-        return write.attempt(1)
+        first = write.attempt(1)
     except _RETRIABLE as exc:
         if not retriable(exc):
             raise
         first_failure = exc
+    else:
+        write.succeeded()
+        return first
     numbers = itertools.count(1)
 
     def attempt() -> ResultT:
@@ -309,6 +331,7 @@ def run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retryi
         if write.pending:
             raise write.still_pending(exc) from exc
         raise
+    write.succeeded()
     return result
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from reportclient._engine.consumer_cache import ConsumerCache
 from reportclient._engine.consumer_write import consumer_evidence, written_state
+from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.field_write import read_field
 from reportclient._engine.guarded_write import Done, GuardedWrite
@@ -55,8 +56,10 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
         consumers: Iterable[str],
         compute: Callable[[ReshapeState], Reshape],
         request_id: str | None = None,
+        *,
+        memory: ContentionMemory | None = None,
     ) -> None:
-        super().__init__(idempotent=True)  # a target, not a delta
+        super().__init__(idempotent=True, memory=memory)  # a target, not a delta
         self._transport = transport
         self._cache = cache
         self._consumer_cache = consumer_cache

@@ -106,15 +106,19 @@ def sleeps() -> list[float]:
 
 
 @pytest.fixture
-def client(wire: requests_mock.Mocker, sleeps: list[float]) -> reportclient.PlacementClient:
+def client(
+    wire: requests_mock.Mocker, sleeps: list[float], clock: FakeClock
+) -> reportclient.PlacementClient:
     """A client pinned to 1.39 (no negotiation request) that never really sleeps.
 
     Default ``cache_ttl`` (0): every update, release and claim of a consumer it
-    has seen reads first.
+    has seen reads first. Its clock stands still unless a test moves it, so
+    every write's cycle measures 0 s and the engine's contention windows start
+    at their floor: the sleeps tests pin do not depend on the machine's speed.
     """
     policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
     return reportclient.PlacementClient.from_endpoint(
-        URL, token=TOKEN, retry=policy, microversion="1.39"
+        URL, token=TOKEN, retry=policy, microversion="1.39", clock=clock
     )
 
 

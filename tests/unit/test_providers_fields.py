@@ -24,7 +24,8 @@ def sleeps() -> list[float]:
 @pytest.fixture
 def providers(fake: FakePlacement, sleeps: list[float]) -> ProviderClient:
     policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
-    return make_client(fake, microversion="1.39", retry=policy).providers
+    # A clock that stands still: contention windows start at their floor.
+    return make_client(fake, microversion="1.39", retry=policy, clock=FakeClock()).providers
 
 
 @pytest.fixture
@@ -74,7 +75,9 @@ def test_inventory_conflict_rereads_and_keeps_the_class_another_writer_added(
         ("GET", "inventories", 200),
         ("PUT", "inventories", 200),
     ]
-    assert sleeps == [1.5]  # computed from a fresh read: contention, so it backs off
+    # computed from a fresh read: contention, so it backs off over the engine's
+    # window (its floor, 0.05 s, as the clock stands still), rand pinned at 0.5
+    assert sleeps == [0.025]
 
 
 def test_inventory_conflict_from_allocations_alone_is_retried_at_once(

@@ -69,6 +69,7 @@ EXPECTED = {
     "no_retry",
     "remove_providers",
     "replace_allocations",
+    "wait_contention",
     "wait_full_jitter",
 }
 

@@ -35,8 +35,9 @@ def test_spent_retries_raise_generation_conflict_with_attempts_and_exact_sleeps(
     assert err.value.attempts == 12
     assert "after 12 attempt(s)" in str(err.value)
     # the first stale generation re-reads at once; then full jitter pinned at
-    # 0.5: half of min(8.0, 3.0 * 2**(n-1)) after attempt n
-    assert sleeps == pytest.approx([0.0, 3.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0])
+    # 0.5 over the engine's window: its floor (0.05 s: the clock stands still)
+    # doubled with each contended conflict, capped at 8 s
+    assert sleeps == pytest.approx([0.0, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 4.0, 4.0])
     assert err.value.consumer_conflict
     assert err.value.code == "placement.concurrent_update"
     assert [r.method for r in wire.request_history].count("PUT") == 12
@@ -69,7 +70,9 @@ def test_server_side_concurrent_update_backs_off_from_the_first_retry(
 
     client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
-    assert sleeps == [1.5]
+    # not a stale guess: writers contend inside Placement, so it waits (half the
+    # engine's first window) even though the write was computed from a guess
+    assert sleeps == [0.025]
 
 
 def test_user_policy_replaces_the_default(wire, sleeps, consumer, rp):
@@ -180,17 +183,17 @@ def test_deadline_stops_retrying(wire, consumer, rp, monkeypatch):
         attempts=100, deadline=1.0, base=0.4, cap=0.4, sleep=fake_sleep, rand=lambda: 1.0
     )
     client = reportclient.PlacementClient.from_endpoint(
-        URL, token="t", microversion="1.39", retry=policy
+        URL, token="t", microversion="1.39", retry=policy, clock=lambda: 0.0
     )
     always_conflicting(wire, consumer)
 
     with pytest.raises(reportclient.GenerationConflict) as err:
         client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
-    # sleeps 0 (stale generation), 0.4, 0.4, 0.4; the attempt failing at 1.2
-    # is past the deadline
-    assert err.value.attempts == 5
-    assert clock[0] == pytest.approx(1.2)
+    # sleeps 0 (stale generation), then the engine's window capped at 0.4:
+    # 0.05, 0.1, 0.2, 0.4, 0.4; the attempt failing at 1.15 is past the deadline
+    assert err.value.attempts == 7
+    assert clock[0] == pytest.approx(1.15)
 
 
 def test_wait_full_jitter_grows_and_caps():
