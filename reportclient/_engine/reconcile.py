@@ -299,7 +299,7 @@ class _Run:
                 continue  # deleted by someone else meanwhile: what we wanted
             except ProviderInUse as exc:
                 refused.append((uuid, exc))
-                kept |= _ancestors(uuid, parents)
+                kept |= _ancestors(uuid, parents) & set(doomed)
                 continue
             self.deleted.append(uuid)
         if refused:
