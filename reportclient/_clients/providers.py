@@ -435,9 +435,12 @@ class ProviderClient:
         See :func:`reportclient._engine.reconcile.reconcile` for every
         parameter and error, and its module for how requests are saved.
 
-        :param merge: add and update only; remove nothing, delete nothing described-tree.
-        :param delete_roots: roots the caller owns and no longer describes,
-            to delete with their trees.
+        :param merge: add and update only: remove no class, trait or
+            aggregate, delete no provider of a described tree.
+        :param delete_roots: uuids of roots the caller owns and no longer
+            describes, each deleted with its tree.
+        :raises ProviderInUse: a provider to delete still has allocations;
+            raised after everything else is done, naming it.
         """
         return reconcile(
             self,

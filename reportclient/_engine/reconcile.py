@@ -50,7 +50,13 @@ from typing import Any, Protocol
 from reportclient._engine.field_write import Field
 from reportclient._engine.provider_cache import ProviderCache, Snapshot
 from reportclient._model.microversions import REPARENT_VERSION, Microversion
-from reportclient._model.provider_tree import ProviderSpec, ReconcileReport, describe
+from reportclient._model.provider_tree import (
+    ProviderSpec,
+    ReconcileReport,
+    ancestors,
+    describe,
+    doomed_providers,
+)
 from reportclient._model.providers import (
     Inventory,
     ProviderAggregates,
@@ -286,7 +292,7 @@ class _Run:
         if not self.merge:
             owned |= {s.uuid for s in specs if s.parent is None}
         parents = {uuid: rp.parent_provider_uuid for uuid, rp in found.items()}
-        doomed = _doomed(parents, {s.uuid for s in specs}, owned)
+        doomed = doomed_providers(parents, {s.uuid for s in specs}, owned)
         refused: list[tuple[str, ProviderInUse]] = []
         kept: set[str] = set()
         for uuid in doomed:
@@ -299,11 +305,11 @@ class _Run:
                 continue  # deleted by someone else meanwhile: what we wanted
             except ProviderInUse as exc:
                 refused.append((uuid, exc))
-                kept |= _ancestors(uuid, parents) & set(doomed)
+                kept |= ancestors(uuid, parents) & set(doomed)
                 continue
             self.deleted.append(uuid)
         if refused:
-            raise self._refused(refused, kept, found)
+            raise self._refused(refused, kept, found) from refused[0][1]
 
     def _refused(
         self,
@@ -470,44 +476,6 @@ def _where(exc: PlacementError) -> dict[str, Any]:
         "method": exc.method,
         "url": exc.url,
     }
-
-
-def _ancestors(uuid: str, parents: Mapping[str, str | None]) -> set[str]:
-    out: set[str] = set()
-    parent = parents.get(uuid)
-    while parent is not None and parent not in out:
-        out.add(parent)
-        parent = parents.get(parent)
-    return out
-
-
-def _doomed(
-    parents: Mapping[str, str | None], described: set[str], owned_roots: set[str]
-) -> list[str]:
-    """The listed providers to delete, deepest first: undescribed, in an owned root's tree.
-
-    ``parents`` is each listed provider's parent after this call's updates;
-    a provider's tree is found by walking it, never by the listing's
-    ``root_provider_uuid``, which a re-parenting in this call made stale.
-    A provider a described one hangs from is kept, described or not. A
-    provider whose chain leaves the listings (hangs from a provider not
-    listed) is in no owned tree and never deleted.
-    """
-    needed = set(described)  # and every provider a described one hangs from
-    for uuid in described:
-        needed |= _ancestors(uuid, parents)
-    depth: dict[str, int] = {}
-    for uuid in parents:
-        if uuid in needed:
-            continue
-        chain = [uuid]
-        parent = parents.get(uuid)
-        while parent is not None and parent in parents and parent not in chain:
-            chain.append(parent)
-            parent = parents.get(parent)
-        if parent is None and chain[-1] in owned_roots:
-            depth[uuid] = len(chain)
-    return sorted(depth, key=lambda u: (-depth[u], u))
 
 
 def reconcile(

@@ -2,7 +2,9 @@
 
 Every rule a description must meet is here, checked before any request:
 one spec's own (:meth:`ProviderSpec.normalized`) and those of the specs
-together (:func:`describe`: each uuid and each name once, no loops).
+together (:func:`describe`: each uuid and each name once, no loops). So is
+which listed providers a reconcile deletes (:func:`doomed_providers`): a
+pure function of the trees, the description and the roots the caller owns.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from reportclient._model.validation import (
 )
 from reportclient.errors import InvalidInput
 
-__all__ = ["ProviderSpec", "ReconcileReport", "describe"]
+__all__ = ["ProviderSpec", "ReconcileReport", "ancestors", "describe", "doomed_providers"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,45 @@ def _parents_first(specs: Sequence[ProviderSpec]) -> list[ProviderSpec]:
     for spec in specs:
         visit(spec, ())
     return ordered
+
+
+def ancestors(uuid: str, parents: Mapping[str, str | None]) -> set[str]:
+    """Every provider ``uuid`` hangs from, by ``parents`` (provider -> its parent)."""
+    out: set[str] = set()
+    parent = parents.get(uuid)
+    while parent is not None and parent not in out:
+        out.add(parent)
+        parent = parents.get(parent)
+    return out
+
+
+def doomed_providers(
+    parents: Mapping[str, str | None], described: set[str], owned_roots: set[str]
+) -> list[str]:
+    """The listed providers to delete, deepest first: undescribed, in an owned root's tree.
+
+    ``parents`` is each listed provider's parent after this call's updates;
+    a provider's tree is found by walking it, never by the listing's
+    ``root_provider_uuid``, which a re-parenting in this call made stale.
+    A provider a described one hangs from is kept, described or not. A
+    provider whose chain leaves the listings (hangs from a provider not
+    listed) is in no owned tree and never deleted.
+    """
+    needed = set(described)  # and every provider a described one hangs from
+    for uuid in described:
+        needed |= ancestors(uuid, parents)
+    depth: dict[str, int] = {}
+    for uuid in parents:
+        if uuid in needed:
+            continue
+        chain = [uuid]
+        parent = parents.get(uuid)
+        while parent is not None and parent in parents and parent not in chain:
+            chain.append(parent)
+            parent = parents.get(parent)
+        if parent is None and chain[-1] in owned_roots:
+            depth[uuid] = len(chain)
+    return sorted(depth, key=lambda u: (-depth[u], u))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import pytest
 import reportclient
 from reportclient import ProviderSpec
 from reportclient._clients.providers import ProviderClient
+from reportclient._model.provider_tree import doomed_providers
 from reportclient.fixture import FakePlacement, make_client
 from tests.unit.conftest import new_uuid
 
@@ -322,6 +323,4 @@ R, A, B, C, X, Y = "r", "a", "b", "c", "x", "y"
 def test_doomed_is_the_owned_undescribed_deepest_first(
     parents: dict[str, str | None], described: set[str], owned: set[str], doomed: list[str]
 ) -> None:
-    from reportclient._engine.reconcile import _doomed
-
-    assert _doomed(parents, described, owned) == doomed
+    assert doomed_providers(parents, described, owned) == doomed
