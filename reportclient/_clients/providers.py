@@ -28,29 +28,53 @@ from reportclient._engine.guarded_write import run_attempts
 from reportclient._engine.provider_cache import ProviderCache
 from reportclient._engine.reconcile import reconcile
 from reportclient._engine.reshape_write import ReshapeWrite
+from reportclient._model.consumers import ConsumerAllocations
+from reportclient._model.microversions import Microversion
 from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
 from reportclient._model.providers import (
     Inventory,
     InventoryMutator,
     ProviderAggregates,
+    ProviderAllocations,
     ProviderInventories,
     ProviderTraits,
     ResourceProvider,
     inventories_from,
+    inventories_of,
 )
 from reportclient._model.reshape import Reshape, ReshapeState
 from reportclient._model.validation import (
     validate_custom_name,
+    validate_name_prefix,
+    validate_names,
+    validate_provider_name,
     validate_standard_name,
     validate_uuid,
+    validate_uuids,
 )
 from reportclient._wire.transport import Transport, validate_request_id
-from reportclient.errors import InvalidInput, PlacementError
+from reportclient.errors import (
+    CannotDeleteParent,
+    InvalidInput,
+    PlacementError,
+    ProviderInUse,
+    ProviderNotFound,
+)
 
-__all__ = ["ProviderClient"]
+__all__ = ["CASCADE_ROUNDS", "ProviderClient"]
 
 
 _UNSET: Any = object()
+
+#: Rounds of "list the provider's consumers, delete their allocations, delete
+#: the provider" a cascading delete makes. A consumer allocating between the
+#: listing and the provider's delete makes the delete fail; one more round
+#: clears it. A provider still in use after this many rounds is being
+#: allocated against as fast as it is cleared: that is the caller's to stop.
+CASCADE_ROUNDS = 3
+# Placement's words for "this consumer holds nothing" on DELETE /allocations
+# (PlacementClient.force_release tells the same 404 apart by them).
+_NO_ALLOCATIONS = "No allocations for consumer"
 
 
 class ProviderClient:
@@ -97,7 +121,7 @@ class ProviderClient:
         :raises DuplicateName: the name (or uuid) is taken.
         :raises PlacementError: 400 when the parent does not exist.
         """
-        body: dict[str, Any] = {"name": _name(name)}
+        body: dict[str, Any] = {"name": validate_provider_name(name)}
         if uuid is not None:
             body["uuid"] = validate_uuid(uuid, "uuid")
         if parent_provider_uuid is not None:
@@ -170,7 +194,7 @@ class ProviderClient:
         body: dict[str, Any] = {}
         if name is None:
             name = self.get_provider(uuid, global_request_id=global_request_id).name
-        body["name"] = _name(name)
+        body["name"] = validate_provider_name(name)
         if parent_provider_uuid is not _UNSET:
             if parent_provider_uuid is not None:
                 parent_provider_uuid = validate_uuid(parent_provider_uuid, "parent_provider_uuid")
@@ -178,16 +202,104 @@ class ProviderClient:
         reply = self._request("PUT", f"/resource_providers/{uuid}", body, global_request_id)
         return ResourceProvider.from_json(reply)
 
-    def delete_provider(self, uuid: str, *, global_request_id: str | None = None) -> None:
+    def delete_provider(
+        self, uuid: str, *, cascade: bool = False, global_request_id: str | None = None
+    ) -> None:
         """Delete a provider (and with it its inventories, traits and aggregate links).
 
-        :raises ProviderInUse: it has allocations.
+        :param cascade: first delete every allocation of every consumer the
+            provider's allocations list, as nova does when it deletes a
+            compute node: ``DELETE /allocations/{consumer}`` each, which
+            removes the consumer's allocations on *every* provider, not only
+            this one, and is unguarded by consumer generations (it removes
+            whatever is there, including what was written since the
+            listing). Then the provider is deleted. A consumer that
+            allocates against it between the listing and that delete makes
+            the delete fail; the listing is read again, up to
+            :data:`CASCADE_ROUNDS` rounds in all. A child provider is never
+            deleted for you: that is still ``CannotDeleteParent``.
+        :raises ProviderInUse: it has allocations (with ``cascade``: it still
+            had some after the last round).
         :raises CannotDeleteParent: it has child providers.
         :raises ProviderNotFound: it does not exist.
         """
         uuid = validate_uuid(uuid, "uuid")
-        self._request("DELETE", f"/resource_providers/{uuid}", None, global_request_id)
+        request_id = validate_request_id(global_request_id)
+        path = f"/resource_providers/{uuid}"
+        rounds = CASCADE_ROUNDS if cascade else 1
+        for round_ in range(1, rounds + 1):
+            if cascade:
+                held = self.get_provider_allocations(uuid, global_request_id=request_id)
+                for consumer in held.consumers:
+                    self._delete_consumer(consumer, request_id)
+            try:
+                self._request("DELETE", path, None, request_id)
+            except CannotDeleteParent:
+                raise
+            except ProviderInUse:
+                if round_ == rounds:
+                    raise
+                continue  # allocated against since the listing: list again
+            break
         self.cache.discard(uuid)
+
+    def _delete_consumer(self, consumer: str, request_id: str | None) -> None:
+        """``DELETE /allocations/{consumer}``; one already without allocations is fine."""
+        ticket = self._consumer_cache.ticket()
+        try:
+            self._transport.request(
+                "DELETE",
+                f"/allocations/{consumer}",
+                consumer_uuid=consumer,
+                global_request_id=request_id,
+            )
+        except PlacementError as exc:
+            if exc.status != 404 or _NO_ALLOCATIONS not in (exc.detail or ""):
+                raise
+        self._consumer_cache.put(ConsumerAllocations.missing(consumer), sent=ticket)
+
+    def supports(self, version: Microversion) -> bool:
+        """Whether the microversion in use is at least ``version`` (e.g. ``REPARENT_VERSION``).
+
+        The first call may negotiate the version with Placement (one ``GET /``).
+        """
+        return self._transport.supports(version)
+
+    # -- what is allocated ----------------------------------------------------------
+    def get_provider_allocations(
+        self, uuid: str, *, global_request_id: str | None = None
+    ) -> ProviderAllocations:
+        """``GET /resource_providers/{uuid}/allocations``: each consumer's resources here.
+
+        :raises ProviderNotFound: it does not exist.
+        """
+        uuid = validate_uuid(uuid, "uuid")
+        body = self._request(
+            "GET", f"/resource_providers/{uuid}/allocations", None, global_request_id
+        )
+        return ProviderAllocations.from_json(uuid, body or {})
+
+    def get_tree_allocations(
+        self, root_uuid: str, *, global_request_id: str | None = None
+    ) -> dict[str, ProviderAllocations]:
+        """The allocations of every provider in a tree, by provider uuid.
+
+        One ``GET /resource_providers?in_tree=`` and then one allocations
+        read per provider: the reads are not one snapshot, each is as of
+        its own provider generation. A provider deleted between the listing
+        and its read is left out (it holds nothing); an unknown uuid gives
+        an empty mapping, as Placement's listing does.
+
+        :param root_uuid: the tree's root (any provider of the tree will do).
+        """
+        request_id = validate_request_id(global_request_id)
+        out: dict[str, ProviderAllocations] = {}
+        for rp in self.list_providers(in_tree=root_uuid, global_request_id=request_id):
+            try:
+                out[rp.uuid] = self.get_provider_allocations(rp.uuid, global_request_id=request_id)
+            except ProviderNotFound:
+                continue
+        return out
 
     # -- resource classes and traits ----------------------------------------------
     def ensure_resource_class(self, name: str, *, global_request_id: str | None = None) -> bool:
@@ -209,6 +321,80 @@ class ProviderClient:
             "PUT", path, global_request_id=validate_request_id(global_request_id)
         )
         return reply.status == 201
+
+    def list_traits(
+        self,
+        *,
+        name_prefix: str | None = None,
+        names: Iterable[str] | None = None,
+        associated: bool | None = None,
+        global_request_id: str | None = None,
+    ) -> tuple[str, ...]:
+        """``GET /traits``: the names of the traits Placement knows, sorted.
+
+        :param name_prefix: only those starting with it (``"CUSTOM_"``).
+        :param names: only those among these (the ones that exist).
+        :param associated: True: only traits some provider has; False: only
+            traits none has.
+        :raises InvalidInput: both ``name_prefix`` and ``names`` (Placement
+            takes one ``name`` filter), or a malformed one.
+        """
+        query: dict[str, str] = {}
+        if name_prefix is not None and names is not None:
+            raise InvalidInput("list_traits takes name_prefix or names, not both")
+        if name_prefix is not None:
+            query["name"] = "startswith:" + validate_name_prefix(name_prefix)
+        if names is not None:
+            query["name"] = "in:" + ",".join(sorted(validate_names(names)))
+        if associated is not None:
+            if not isinstance(associated, bool):
+                raise InvalidInput(f"associated must be True, False or None, got {associated!r}")
+            query["associated"] = "true" if associated else "false"
+        path = "/traits" + (f"?{urlencode(query)}" if query else "")
+        return tuple(sorted(self._request("GET", path, None, global_request_id)["traits"]))
+
+    def get_trait(self, name: str, *, global_request_id: str | None = None) -> str:
+        """``GET /traits/{name}``: ``name``, once Placement confirms the trait exists.
+
+        :raises PlacementError: status 404 when it does not.
+        """
+        name = validate_standard_name(name, "trait")
+        self._request("GET", f"/traits/{name}", None, global_request_id)
+        return name
+
+    def delete_trait(self, name: str, *, global_request_id: str | None = None) -> None:
+        """``DELETE /traits/{name}``: delete a custom trait no provider has.
+
+        :raises InvalidInput: a standard trait (Placement refuses to delete those).
+        :raises PlacementError: status 404 when it does not exist; status 409
+            while a provider has it (Placement gives that no code of its own).
+        """
+        name = validate_custom_name(name, "trait")
+        self._request("DELETE", f"/traits/{name}", None, global_request_id)
+
+    def list_resource_classes(self, *, global_request_id: str | None = None) -> tuple[str, ...]:
+        """``GET /resource_classes``: the names of every class, standard and custom, sorted."""
+        body = self._request("GET", "/resource_classes", None, global_request_id)
+        return tuple(sorted(rc["name"] for rc in body["resource_classes"]))
+
+    def get_resource_class(self, name: str, *, global_request_id: str | None = None) -> str:
+        """``GET /resource_classes/{name}``: its name, once Placement confirms it exists.
+
+        :raises PlacementError: status 404 when it does not.
+        """
+        name = validate_standard_name(name)
+        body = self._request("GET", f"/resource_classes/{name}", None, global_request_id)
+        return str(body["name"])
+
+    def delete_resource_class(self, name: str, *, global_request_id: str | None = None) -> None:
+        """``DELETE /resource_classes/{name}``: delete a custom class no inventory uses.
+
+        :raises InvalidInput: a standard class (Placement refuses to delete those).
+        :raises PlacementError: status 404 when it does not exist; status 409
+            while some provider has inventory of it (no code of its own).
+        """
+        name = validate_custom_name(name)
+        self._request("DELETE", f"/resource_classes/{name}", None, global_request_id)
 
     # -- reshape and reconcile ----------------------------------------------------
     def reshape(
@@ -246,10 +432,28 @@ class ProviderClient:
         specs: Iterable[ProviderSpec],
         *,
         merge: bool = False,
+        delete_roots: Iterable[str] = (),
         global_request_id: str | None = None,
     ) -> ReconcileReport:
-        """Make a provider tree match ``specs``: see :mod:`reportclient._engine.reconcile`."""
-        return reconcile(self, specs, merge=merge, global_request_id=global_request_id)
+        """Make provider trees match ``specs``, deleting what the caller dropped.
+
+        See :func:`reportclient._engine.reconcile.reconcile` for every
+        parameter and error, and its module for how requests are saved.
+
+        :param merge: add and update only: remove no class, trait or
+            aggregate, delete no provider of a described tree.
+        :param delete_roots: uuids of roots the caller owns and no longer
+            describes, each deleted with its tree.
+        :raises ProviderInUse: a provider to delete still has allocations;
+            raised after everything else is done, naming it.
+        """
+        return reconcile(
+            self,
+            specs,
+            merge=merge,
+            delete_roots=delete_roots,
+            global_request_id=global_request_id,
+        )
 
     def _request(self, method: str, path: str, body: Any, request_id: str | None) -> Any:
         reply = self._transport.request(
@@ -308,7 +512,7 @@ class ProviderClient:
         global_request_id: str | None = None,
     ) -> ProviderInventories:
         """Replace all of a provider's inventories (classes not named are removed)."""
-        wanted = {validate_standard_name(rc): Inventory.of(v) for rc, v in inventories.items()}
+        wanted = inventories_of(inventories, "set_inventories' inventories")
         return self._change(
             ProviderInventories, uuid, lambda _current: dict(wanted), True, global_request_id
         )
@@ -346,21 +550,21 @@ class ProviderClient:
         self, uuid: str, traits: Iterable[str], *, global_request_id: str | None = None
     ) -> ProviderTraits:
         """Add traits, keeping every trait the provider has (custom ones must exist)."""
-        names = {validate_standard_name(t, "trait") for t in traits}
+        names = validate_names(traits)
         return self._change(ProviderTraits, uuid, lambda cur: cur | names, True, global_request_id)
 
     def remove_traits(
         self, uuid: str, traits: Iterable[str], *, global_request_id: str | None = None
     ) -> ProviderTraits:
         """Remove traits, keeping every other trait the provider has."""
-        names = {validate_standard_name(t, "trait") for t in traits}
+        names = validate_names(traits)
         return self._change(ProviderTraits, uuid, lambda cur: cur - names, True, global_request_id)
 
     def set_traits(
         self, uuid: str, traits: Iterable[str], *, global_request_id: str | None = None
     ) -> ProviderTraits:
         """Make the provider's traits exactly ``traits``."""
-        names = {validate_standard_name(t, "trait") for t in traits}
+        names = validate_names(traits)
         return self._change(ProviderTraits, uuid, lambda _c: set(names), True, global_request_id)
 
     # -- aggregates -------------------------------------------------------------
@@ -374,7 +578,7 @@ class ProviderClient:
         self, uuid: str, aggregates: Iterable[str], *, global_request_id: str | None = None
     ) -> ProviderAggregates:
         """Add the provider to aggregates, keeping its other memberships."""
-        uuids = {validate_uuid(a, "aggregate") for a in aggregates}
+        uuids = validate_uuids(aggregates)
         return self._change(
             ProviderAggregates, uuid, lambda cur: cur | uuids, True, global_request_id
         )
@@ -383,7 +587,7 @@ class ProviderClient:
         self, uuid: str, aggregates: Iterable[str], *, global_request_id: str | None = None
     ) -> ProviderAggregates:
         """Remove the provider from aggregates, keeping its other memberships."""
-        uuids = {validate_uuid(a, "aggregate") for a in aggregates}
+        uuids = validate_uuids(aggregates)
         return self._change(
             ProviderAggregates, uuid, lambda cur: cur - uuids, True, global_request_id
         )
@@ -392,7 +596,7 @@ class ProviderClient:
         self, uuid: str, aggregates: Iterable[str], *, global_request_id: str | None = None
     ) -> ProviderAggregates:
         """Make the provider's aggregates exactly ``aggregates``."""
-        uuids = {validate_uuid(a, "aggregate") for a in aggregates}
+        uuids = validate_uuids(aggregates)
         return self._change(
             ProviderAggregates, uuid, lambda _c: set(uuids), True, global_request_id
         )
@@ -453,9 +657,3 @@ class ProviderClient:
         )
         self.cache.put(state)
         return state
-
-
-def _name(name: str) -> str:
-    if not isinstance(name, str) or not 1 <= len(name) <= 200:
-        raise InvalidInput(f"a provider name is a string of 1-200 characters, got {name!r}")
-    return name

@@ -27,17 +27,36 @@ A wrong guess costs a 409 and a read, never a lost change: every write
 carries the generation its content was computed from. Two agents can
 reconcile the same tree at once; with ``merge=True`` each only adds and
 updates what its description names, so neither removes what the other wrote.
+
+Deleting is the last step, and only ever touches what the caller owns. A
+root the description names is the caller's, and so is its whole tree: a
+provider in it that is no longer described is deleted (leaves first),
+unless ``merge=True`` says the tree is shared. A provider hanging from
+something the description does not name as a root (another agent's compute
+node, say) is never deleted for not being described. A root no longer
+described cannot be told apart from another agent's root, so it is deleted
+only when the caller names it in ``delete_roots``, with its whole tree.
+Deleting last means a provider that still has allocations stops nothing
+else: everything described is in place when ``ProviderInUse`` is raised,
+every other dropped provider is deleted, and the error names the ones kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from reportclient._engine.field_write import Field
 from reportclient._engine.provider_cache import ProviderCache, Snapshot
-from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
+from reportclient._model.microversions import REPARENT_VERSION, Microversion
+from reportclient._model.provider_tree import (
+    ProviderSpec,
+    ReconcileReport,
+    ancestors,
+    describe,
+    doomed_providers,
+)
 from reportclient._model.providers import (
     Inventory,
     ProviderAggregates,
@@ -45,7 +64,16 @@ from reportclient._model.providers import (
     ProviderTraits,
     ResourceProvider,
 )
-from reportclient.errors import DuplicateName, InvalidInput
+from reportclient._model.validation import validate_uuids
+from reportclient.errors import (
+    CannotDeleteParent,
+    DuplicateName,
+    InvalidInput,
+    MicroversionUnsupported,
+    PlacementError,
+    ProviderInUse,
+    ProviderNotFound,
+)
 
 __all__ = ["ProviderOps", "reconcile"]
 
@@ -58,8 +86,14 @@ class ProviderOps(Protocol):
 
     cache: ProviderCache
 
+    def supports(self, version: Microversion) -> bool: ...
+
     def list_providers(
-        self, *, in_tree: str | None = None, global_request_id: str | None = None
+        self,
+        *,
+        name: str | None = None,
+        in_tree: str | None = None,
+        global_request_id: str | None = None,
     ) -> list[ResourceProvider]: ...
 
     def get_provider(
@@ -83,6 +117,8 @@ class ProviderOps(Protocol):
         parent_provider_uuid: str | None = ...,
         global_request_id: str | None = None,
     ) -> ResourceProvider: ...
+
+    def delete_provider(self, uuid: str, *, global_request_id: str | None = None) -> None: ...
 
     def read(self, kind: type[Field], uuid: str, request_id: str | None = None) -> Field: ...
 
@@ -114,35 +150,90 @@ class _Run:
         self.created: list[str] = []
         self.updated: list[str] = []
         self.written: list[tuple[str, str]] = []
+        self.deleted: list[str] = []
         self.generations: dict[str, int] = {}
         self.ensured: set[str] = set()
 
-    def providers(self, specs: Sequence[ProviderSpec]) -> dict[str, ResourceProvider]:
-        """List every tree described, then create, rename or re-parent what differs."""
+    def report(self) -> ReconcileReport:
+        return ReconcileReport(
+            self.requests,
+            tuple(self.created),
+            tuple(self.updated),
+            tuple(self.written),
+            self.generations,
+            tuple(self.deleted),
+        )
+
+    def list_trees(
+        self, specs: Sequence[ProviderSpec], delete_roots: Sequence[str]
+    ) -> dict[str, ResourceProvider]:
+        """List every tree described or named for deletion, one request per tree."""
         found: dict[str, ResourceProvider] = {}
-        for anchor in _tree_anchors(specs):
+        for anchor in [*_tree_anchors(specs), *delete_roots]:
             if anchor in found:
                 continue  # an earlier listing held it, hence its whole tree
             self.requests += 1
             found.update((rp.uuid, rp) for rp in self.client.list_providers(in_tree=anchor))
+        return found
+
+    def check(
+        self,
+        specs: Sequence[ProviderSpec],
+        delete_roots: Sequence[str],
+        found: Mapping[str, ResourceProvider],
+    ) -> None:
+        """Refuse, before any write, what the listings already show cannot be done."""
+        for uuid in delete_roots:
+            rp = found.get(uuid)
+            if rp is not None and rp.parent_provider_uuid is not None:
+                raise InvalidInput(
+                    f"delete_roots names {uuid}, which is not a root: its parent is "
+                    f"{rp.parent_provider_uuid}. Only a root (and with it its tree) is deleted "
+                    "by name; a child is deleted by describing its root without it"
+                )
+        for spec in specs:
+            rp = found.get(spec.uuid)
+            if rp is not None:
+                self._check_move(spec, rp)
+
+    def _check_move(self, spec: ProviderSpec, rp: ResourceProvider) -> None:
+        """Moving a provider that has a parent needs re-parenting (1.37); a root may always."""
+        old = rp.parent_provider_uuid
+        if old is None or old == spec.parent or self.client.supports(REPARENT_VERSION):
+            return
+        where = f"under {spec.parent}" if spec.parent else "a root"
+        raise MicroversionUnsupported(
+            f"provider {spec.uuid} is a child of {old} (in the tree of "
+            f"{rp.root_provider_uuid}); making it {where} is re-parenting, which needs "
+            f"microversion {_spell(REPARENT_VERSION)} or later and this client uses less "
+            "(pinned, or the most the server offers). Nothing was written"
+        )
+
+    def providers(
+        self, specs: Sequence[ProviderSpec], found: dict[str, ResourceProvider]
+    ) -> dict[str, ResourceProvider]:
+        """Create, rename or re-parent what differs from the listings, parents first."""
         for spec in specs:
             rp = found.get(spec.uuid)
             if rp is None:
                 rp = self._create(spec)
                 found[rp.uuid] = rp
             elif rp.name != spec.name or rp.parent_provider_uuid != spec.parent:
-                self.requests += 1
-                parent: Any = spec.parent if rp.parent_provider_uuid != spec.parent else _KEEP
-                rp = self._update(spec, parent)
-                self.updated.append(rp.uuid)
-                found[rp.uuid] = rp
+                found[rp.uuid] = self._update(spec, rp)
         return found
 
-    def _update(self, spec: ProviderSpec, parent: Any) -> ResourceProvider:
+    def _update(self, spec: ProviderSpec, rp: ResourceProvider) -> ResourceProvider:
+        self._check_move(spec, rp)
         kwargs: dict[str, Any] = {"name": spec.name, "global_request_id": self.request_id}
-        if parent is not _KEEP:
-            kwargs["parent_provider_uuid"] = parent
-        return self.client.update_provider(spec.uuid, **kwargs)
+        if rp.parent_provider_uuid != spec.parent:
+            kwargs["parent_provider_uuid"] = spec.parent
+        self.requests += 1
+        try:
+            updated = self.client.update_provider(spec.uuid, **kwargs)
+        except DuplicateName as exc:
+            raise self._name_held(spec, exc) from exc
+        self.updated.append(updated.uuid)
+        return updated
 
     def _create(self, spec: ProviderSpec) -> ResourceProvider:
         self.requests += 1
@@ -153,18 +244,97 @@ class _Run:
                 parent_provider_uuid=spec.parent,
                 global_request_id=self.request_id,
             )
-        except DuplicateName:
-            # Another agent may have created it between our listing and now.
+        except DuplicateName as exc:
+            # The uuid or the name is taken. The uuid may be ours: created by
+            # another agent since our listing, or in a tree we did not list
+            # (a child moved here from another tree). Otherwise another
+            # provider holds the name.
             self.requests += 1
-            rp = self.client.get_provider(spec.uuid, global_request_id=self.request_id)
+            try:
+                rp = self.client.get_provider(spec.uuid, global_request_id=self.request_id)
+            except ProviderNotFound:
+                raise self._name_held(spec, exc) from exc
             if rp.name != spec.name or rp.parent_provider_uuid != spec.parent:
-                raise
+                return self._update(spec, rp)
             return rp
         self.created.append(rp.uuid)
         for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
             # Created by this call, at generation 0: empty, proven.
             self.client.cache.put(kind(rp.uuid, rp.generation))
         return rp
+
+    def _name_held(self, spec: ProviderSpec, exc: DuplicateName) -> DuplicateName:
+        """``exc`` naming the provider that holds ``spec``'s name, looked up by name."""
+        self.requests += 1
+        holders = self.client.list_providers(name=spec.name, global_request_id=self.request_id)
+        holder = next((rp for rp in holders if rp.uuid != spec.uuid), None)
+        if holder is None:
+            return exc  # released since: nothing to name; reconciling again may succeed
+        return DuplicateName(
+            f"provider {spec.uuid} cannot be named {spec.name!r}: provider {holder.uuid} "
+            f"(in the tree of {holder.root_provider_uuid}) holds that name",
+            **_where(exc),
+        )
+
+    def prune(
+        self,
+        specs: Sequence[ProviderSpec],
+        found: Mapping[str, ResourceProvider],
+        delete_roots: Sequence[str],
+    ) -> None:
+        """Delete what the caller owns and no longer describes, leaves first.
+
+        Every deletion is tried; one refused (allocations, or a child added
+        meanwhile) keeps its ancestors too, and ends the call with
+        ``ProviderInUse`` naming them once the others are done.
+        """
+        owned = set(delete_roots)
+        if not self.merge:
+            owned |= {s.uuid for s in specs if s.parent is None}
+        parents = {uuid: rp.parent_provider_uuid for uuid, rp in found.items()}
+        doomed = doomed_providers(parents, {s.uuid for s in specs}, owned)
+        refused: list[tuple[str, ProviderInUse]] = []
+        kept: set[str] = set()
+        for uuid in doomed:
+            if uuid in kept:
+                continue
+            self.requests += 1
+            try:
+                self.client.delete_provider(uuid, global_request_id=self.request_id)
+            except ProviderNotFound:
+                continue  # deleted by someone else meanwhile: what we wanted
+            except ProviderInUse as exc:
+                refused.append((uuid, exc))
+                kept |= ancestors(uuid, parents) & set(doomed)
+                continue
+            self.deleted.append(uuid)
+        if refused:
+            raise self._refused(refused, kept, found) from refused[0][1]
+
+    def _refused(
+        self,
+        refused: Sequence[tuple[str, ProviderInUse]],
+        kept: set[str],
+        found: Mapping[str, ResourceProvider],
+    ) -> ProviderInUse:
+        """One error for every provider a prune could not delete, saying what was done."""
+        first = refused[0][1]
+        reasons = "; ".join(
+            f"{u} ({found[u].name}): "
+            + ("it has child providers" if isinstance(e, CannotDeleteParent) else "in use")
+            + f" ({e.detail or e.message})"
+            for u, e in refused
+        )
+        kept_by = sorted(kept - {u for u, _e in refused})
+        message = (
+            f"reconcile kept {len(refused)} provider(s) it was to delete: {reasons}"
+            + (f"; kept with them, as their ancestors: {', '.join(kept_by)}" if kept_by else "")
+            + ". Everything else is done: every described provider and field is in place"
+            f" (created {list(self.created)}, updated {list(self.updated)}, "
+            f"{len(self.written)} field write(s)) and deleted {list(self.deleted)}."
+            " Release or move their allocations, then reconcile again"
+        )
+        return type(first)(message, **_where(first))
 
     def fields(self, spec: ProviderSpec, rp: ResourceProvider, fresh: bool) -> None:
         """Bring each managed field of one provider to the description."""
@@ -259,9 +429,6 @@ class _Run:
         return lambda _current: set(wanted)
 
 
-_KEEP: Any = object()
-
-
 def _taken_at(entry: tuple[Snapshot, float] | None, snap: Snapshot) -> float | None:
     """When ``snap`` was cached, if the cache ``entry`` still holds this very snapshot.
 
@@ -294,25 +461,21 @@ def _custom(names: Iterable[str]) -> list[str]:
     return [n for n in names if n.startswith("CUSTOM_")]
 
 
-def _parents_first(specs: Sequence[ProviderSpec]) -> list[ProviderSpec]:
-    by_uuid = {s.uuid: s for s in specs}
-    ordered: list[ProviderSpec] = []
-    seen: set[str] = set()
+def _spell(version: Microversion) -> str:
+    return f"{version[0]}.{version[1]}"
 
-    def visit(spec: ProviderSpec, path: tuple[str, ...]) -> None:
-        if spec.uuid in seen:
-            return
-        if spec.uuid in path:
-            raise InvalidInput(f"the described tree has a loop through {spec.uuid}")
-        parent = by_uuid.get(spec.parent) if spec.parent else None
-        if parent is not None:
-            visit(parent, (*path, spec.uuid))
-        seen.add(spec.uuid)
-        ordered.append(spec)
 
-    for spec in specs:
-        visit(spec, ())
-    return ordered
+def _where(exc: PlacementError) -> dict[str, Any]:
+    """What an error says about its request, to carry into one that explains it better."""
+    return {
+        "status": exc.status,
+        "code": exc.code,
+        "title": exc.title,
+        "detail": exc.detail,
+        "request_id": exc.request_id,
+        "method": exc.method,
+        "url": exc.url,
+    }
 
 
 def reconcile(
@@ -320,29 +483,51 @@ def reconcile(
     specs: Iterable[ProviderSpec],
     *,
     merge: bool = False,
+    delete_roots: Iterable[str] = (),
     global_request_id: str | None = None,
 ) -> ReconcileReport:
     """Make the tree described by ``specs`` exist as described.
 
+    Order of work: list every tree; create, rename and re-parent (parents
+    first); bring each managed field to the description; delete what the
+    caller owns and no longer describes (leaves first).
+
     :param merge: only add and update what the description names (classes,
-        traits, aggregates), never remove others; for agents sharing a tree.
-        Without it each managed field becomes exactly what is described.
-    :raises InvalidInput: a malformed description (before any request).
+        traits, aggregates), never remove others and never delete a
+        provider of a described tree; for agents sharing a tree. Without it
+        each managed field becomes exactly what is described, and a
+        provider in a described root's tree that is not described is deleted.
+    :param delete_roots: uuids of roots the caller owns and no longer
+        describes: each is deleted with its whole tree (except any provider
+        the description moves out of it first). One already gone is
+        skipped. Never needed for children of a described root.
+    :raises InvalidInput: a malformed description or ``delete_roots``, a
+        uuid both described and named in ``delete_roots`` (all before any
+        request), or a named provider that is not a root (before any write).
+    :raises MicroversionUnsupported: a provider that has a parent is
+        described under another one (or as a root) and the client uses less
+        than 1.37 (before any write when the listings show it; after the
+        creates before it when the provider was in a tree not listed).
+    :raises DuplicateName: another provider holds a described name; the
+        message names its uuid.
+    :raises ProviderInUse: (or ``CannotDeleteParent``) a provider to delete
+        still has allocations (or gained a child). Raised last: everything
+        described is in place and every other deletion done; the message
+        names what was kept and what was done.
     :raises InventoryInUse: removing or shrinking inventory that is allocated.
     :raises GenerationConflict: conflicts outlasted the retry policy.
     :raises OutcomeUnknown: the policy gave up while a write may still land.
     """
-    normalized = [spec.normalized() for spec in specs]
-    if not normalized:
-        raise InvalidInput("reconcile needs at least one ProviderSpec")
-    uuids = [s.uuid for s in normalized]
-    if len(set(uuids)) != len(uuids):
-        raise InvalidInput("each provider may be described once")
-    normalized = _parents_first(normalized)
+    described = describe(specs)
+    named = sorted(validate_uuids(delete_roots, "delete_roots uuid"))
+    both = sorted(set(named) & {s.uuid for s in described})
+    if both:
+        raise InvalidInput(f"delete_roots names described providers: {', '.join(both)}")
     run = _Run(client, merge, global_request_id)
-    found = run.providers(normalized)
-    for spec in normalized:
+    found = run.list_trees(described, named)
+    run.check(described, named, found)
+    found = run.providers(described, found)
+    for spec in described:
         run.fields(spec, found[spec.uuid], spec.uuid in run.created)
-    return ReconcileReport(
-        run.requests, tuple(run.created), tuple(run.updated), tuple(run.written), run.generations
-    )
+    run.prune(described, found, named)
+    return run.report()

@@ -25,11 +25,13 @@ __all__ = [
     "Inventory",
     "InventoryMutator",
     "ProviderAggregates",
+    "ProviderAllocations",
     "ProviderInventories",
     "ProviderTraits",
     "ProviderWrite",
     "ResourceProvider",
     "inventories_from",
+    "inventories_of",
     "stored_ratio",
 ]
 
@@ -149,12 +151,27 @@ class Inventory:
         if isinstance(spec, int) and not isinstance(spec, bool):
             return cls(total=spec)
         if isinstance(spec, Mapping):
-            return cls.from_json(spec)
+            # A caller's mapping, unlike Placement's record (from_json), is
+            # refused whole when a key is unknown: a misspelled ``totl`` or
+            # ``reserverd`` would otherwise silently take the default.
+            unknown = sorted(str(k) for k in spec if k not in _FIELDS)
+            if unknown:
+                raise InvalidInput(
+                    f"an inventory mapping has unknown key(s) {', '.join(map(repr, unknown))};"
+                    f" its keys are {', '.join(_FIELDS)}"
+                )
+            if "total" not in spec:
+                raise InvalidInput(f"an inventory mapping needs a 'total', got {dict(spec)!r}")
+            return cls(**spec)
         raise InvalidInput(f"an inventory is an Inventory, a total or a mapping, got {spec!r}")
 
     def to_json(self) -> dict[str, Any]:
         """The record Placement accepts (every field sent, so none is left to defaults)."""
         return dataclasses.asdict(self)
+
+
+#: The fields of an inventory record, as Placement names them.
+_FIELDS = tuple(f.name for f in dataclasses.fields(Inventory))
 
 
 def _kind_of(value: object) -> str:
@@ -175,16 +192,30 @@ def inventories_from(value: object, what: str) -> dict[str, Inventory]:
     :raises InvalidInput: ``value`` is not a mapping, or names a malformed
         resource class or inventory.
     """
+    return _inventories(value, f"{what} returned", f"{what} returned a bad entry")
+
+
+def inventories_of(value: object, what: str) -> dict[str, Inventory]:
+    """Like :func:`inventories_from`, for inventories a caller gave as a value.
+
+    :param what: whose inventories they are, for the message
+        (``"the inventories of ProviderSpec <uuid>"``).
+    :raises InvalidInput: as :func:`inventories_from`.
+    """
+    return _inventories(value, f"{what} are", f"{what} have a bad entry")
+
+
+def _inventories(value: object, kind_prefix: str, entry_prefix: str) -> dict[str, Inventory]:
     if not isinstance(value, Mapping):
         raise InvalidInput(
-            f"{what} returned {_kind_of(value)}, expected a mapping of resource class -> inventory"
+            f"{kind_prefix} {_kind_of(value)}, expected a mapping of resource class -> inventory"
         )
     out: dict[str, Inventory] = {}
     for rc, spec in value.items():
         try:
             out[validate_standard_name(rc)] = Inventory.of(spec)
         except InvalidInput as exc:
-            raise InvalidInput(f"{what} returned a bad entry for {rc!r}: {exc.message}") from exc
+            raise InvalidInput(f"{entry_prefix} for {rc!r}: {exc.message}") from exc
     return out
 
 
@@ -289,6 +320,47 @@ class ProviderAggregates:
     def holds(self, value: Iterable[str]) -> bool:
         """Whether writing ``value`` would change nothing."""
         return self.aggregates == frozenset(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderAllocations:
+    """Every allocation against one provider, by consumer, as of ``generation``.
+
+    ``GET /resource_providers/{uuid}/allocations``. Only this provider's
+    part of each consumer is here; a consumer may hold more elsewhere.
+    """
+
+    uuid: str
+    generation: int
+    #: consumer uuid -> {resource class: amount} on this provider.
+    allocations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, uuid: str, data: Mapping[str, Any]) -> ProviderAllocations:
+        """Build from the body of ``GET /resource_providers/{uuid}/allocations``."""
+        raw = data.get("allocations") or {}
+        return cls(
+            uuid,
+            int(data.get("resource_provider_generation") or 0),
+            {
+                consumer: {rc: int(n) for rc, n in (entry.get("resources") or {}).items()}
+                for consumer, entry in raw.items()
+            },
+        )
+
+    @property
+    def consumers(self) -> tuple[str, ...]:
+        """The uuids of the consumers holding anything here, sorted."""
+        return tuple(sorted(self.allocations))
+
+    @property
+    def used(self) -> dict[str, int]:
+        """The amount allocated per resource class, summed over the consumers."""
+        total: dict[str, int] = {}
+        for resources in self.allocations.values():
+            for rc, amount in resources.items():
+                total[rc] = total.get(rc, 0) + amount
+        return total
 
 
 @dataclass(frozen=True, slots=True)

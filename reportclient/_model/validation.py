@@ -9,20 +9,25 @@ value model's types and the engine call these; nothing else re-checks.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
 from reportclient.errors import InvalidInput
 
 __all__ = [
     "MAX_INT",
+    "MAX_PROVIDER_NAME",
     "is_valid_name",
     "normalize_allocations",
     "validate_consumer_type",
     "validate_custom_name",
+    "validate_name_prefix",
+    "validate_names",
     "validate_owner",
+    "validate_provider_name",
     "validate_standard_name",
     "validate_uuid",
+    "validate_uuids",
 ]
 
 # Matched with fullmatch: "$" would also accept a trailing newline.
@@ -36,6 +41,9 @@ _MAX_TYPE_LEN = 255
 _ENTRY_KEYS = frozenset({"resources", "generation"})
 #: The largest integer Placement stores (amounts, inventory fields): a signed 32-bit column.
 MAX_INT = 2**31 - 1
+#: The longest provider name Placement accepts (``maxLength`` in its
+#: ``placement/schemas/resource_provider.py``, POST and PUT alike).
+MAX_PROVIDER_NAME = 200
 
 
 def validate_uuid(value: object, what: str = "consumer_uuid") -> str:
@@ -128,7 +136,7 @@ _STANDARD_NAME = re.compile(r"[A-Z0-9_]{1,255}")
 _CUSTOM = re.compile(r"CUSTOM_[A-Z0-9_]{1,248}")
 
 
-def validate_standard_name(name: str, what: str = "resource class") -> str:
+def validate_standard_name(name: object, what: str = "resource class") -> str:
     """Return ``name`` if it is a valid resource class or trait name.
 
     :raises InvalidInput: otherwise.
@@ -146,3 +154,60 @@ def validate_custom_name(name: str, what: str = "resource class") -> str:
     if not isinstance(name, str) or not _CUSTOM.fullmatch(name):
         raise InvalidInput(f"a custom {what} must match CUSTOM_[A-Z0-9_]+, got {name!r}")
     return name
+
+
+def validate_name_prefix(prefix: object, what: str = "trait") -> str:
+    """Return ``prefix`` if it can begin a trait or resource class name (``[A-Z0-9_]+``).
+
+    :raises InvalidInput: otherwise.
+    """
+    if not isinstance(prefix, str) or not _STANDARD_NAME.fullmatch(prefix):
+        raise InvalidInput(f"a {what} name prefix must match [A-Z0-9_]+, got {prefix!r}")
+    return prefix
+
+
+def validate_provider_name(name: object) -> str:
+    """Return ``name`` if it is a string of 1 to :data:`MAX_PROVIDER_NAME` characters.
+
+    :raises InvalidInput: otherwise (None, not a string, empty, too long).
+    """
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_PROVIDER_NAME:
+        shown = name if not isinstance(name, str) or len(name) <= 40 else f"{name[:40]}..."
+        raise InvalidInput(
+            f"a provider name is a string of 1-{MAX_PROVIDER_NAME} characters, got {shown!r}"
+            + (f" ({len(name)} characters)" if isinstance(name, str) and name else "")
+        )
+    return name
+
+
+def _members(values: object, what: str) -> Iterable[object]:
+    """``values`` as the iterable of names it must be; one bare string is refused.
+
+    A string is an iterable of its characters, and each letter of
+    ``"HW_CPU_X86_AVX2"`` is itself a valid trait name: taken as given, it
+    would silently become fifteen one-letter traits.
+    """
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise InvalidInput(
+            f"{what} must be an iterable of strings (a set, a list), got {type(values).__name__}"
+            + (f" {values!r}" if isinstance(values, str | bytes) else "")
+        )
+    return values
+
+
+def validate_names(values: object, what: str = "trait") -> frozenset[str]:
+    """Return ``values`` as a frozenset of valid trait (or resource class) names.
+
+    :raises InvalidInput: for one string instead of an iterable of them, or
+        for a member that is not a valid name.
+    """
+    return frozenset(validate_standard_name(v, what) for v in _members(values, f"{what}s"))
+
+
+def validate_uuids(values: object, what: str = "aggregate") -> frozenset[str]:
+    """Return ``values`` as a frozenset of lower-case uuids.
+
+    :raises InvalidInput: for one string instead of an iterable of them, or
+        for a member that is not a uuid.
+    """
+    return frozenset(validate_uuid(v, what) for v in _members(values, f"{what}s"))

@@ -13,6 +13,7 @@ EXPECTED = {
     "InventoryMutator",
     "Inventory",
     "ProviderAggregates",
+    "ProviderAllocations",
     "ProviderInventories",
     "ProviderTraits",
     "ProviderWrite",
