@@ -33,6 +33,7 @@ from reportclient._model.mutators import (
     is_idempotent,
     remove_providers,
     replace_allocations,
+    subtract_allocations,
 )
 from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
 from reportclient._model.providers import (
@@ -44,10 +45,12 @@ from reportclient._model.providers import (
     ProviderWrite,
     ResourceProvider,
 )
+from reportclient._model.raw import RawAnswer
 from reportclient._model.reshape import Reshape, ReshapeState
 from reportclient._model.usages import ConsumerTypeUsages, ProjectUsages, ProviderUsages
 from reportclient._wire.transport import DEFAULT_POOL_SIZE, DEFAULT_TIMEOUT
 from reportclient.errors import (
+    AllocationsNotHeld,
     CannotDeleteParent,
     CapacityExceeded,
     ConsumerChanged,
@@ -83,6 +86,7 @@ __all__ = [
     "AllocationRequest",
     "AllocationWrite",
     "Allocations",
+    "AllocationsNotHeld",
     "CacheStats",
     "CandidatesQuery",
     "CannotDeleteParent",
@@ -119,6 +123,7 @@ __all__ = [
     "ProviderTraits",
     "ProviderUsages",
     "ProviderWrite",
+    "RawAnswer",
     "ReconcileReport",
     "RequestGroup",
     "Reshape",
@@ -133,6 +138,7 @@ __all__ = [
     "no_retry",
     "remove_providers",
     "replace_allocations",
+    "subtract_allocations",
     "wait_full_jitter",
 ]
 
