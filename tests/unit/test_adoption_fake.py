@@ -336,3 +336,21 @@ def test_a_per_call_policy_that_is_not_a_tenacity_policy_is_refused(fake, client
     with pytest.raises(reportclient.InvalidInput):
         client.claim(new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u", retry=3)
     assert fake.requests == []
+
+
+def test_the_neutron_guides_signed_update_adds_and_subtracts_in_one_write(fake, client, rp):
+    """doc/source/migrate_neutron.rst: increases and decreases composed into one mutate."""
+    import dataclasses
+
+    consumer = new_uuid()
+    fake.put_allocations(consumer, {rp: {"VCPU": 4, "MEMORY_MB": 1024}})
+    add = reportclient.add_allocations({rp: {"MEMORY_MB": 512}})
+    subtract = reportclient.subtract_allocations({rp: {"VCPU": 4}})
+
+    def mutate(current):
+        return subtract(dataclasses.replace(current, allocations=add(current)))
+
+    state = update(client, consumer, mutate)
+
+    assert state.allocations == {rp: {"MEMORY_MB": 1536}}
+    assert [r.method for r in fake.requests] == ["GET", "PUT"]
