@@ -33,6 +33,7 @@ from reportclient._model.mutators import (
     is_idempotent,
     remove_providers,
     replace_allocations,
+    subtract_allocations,
 )
 from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
 from reportclient._model.providers import (
@@ -45,10 +46,12 @@ from reportclient._model.providers import (
     ProviderWrite,
     ResourceProvider,
 )
+from reportclient._model.raw import RawAnswer
 from reportclient._model.reshape import Reshape, ReshapeState
 from reportclient._model.usages import ConsumerTypeUsages, ProjectUsages, ProviderUsages
 from reportclient._wire.transport import DEFAULT_POOL_SIZE, DEFAULT_TIMEOUT
 from reportclient.errors import (
+    AllocationsNotHeld,
     CannotDeleteParent,
     CapacityExceeded,
     ConsumerChanged,
@@ -90,6 +93,7 @@ __all__ = [
     "AllocationRequest",
     "AllocationWrite",
     "Allocations",
+    "AllocationsNotHeld",
     "CacheStats",
     "CandidatesQuery",
     "CannotDeleteParent",
@@ -127,6 +131,7 @@ __all__ = [
     "ProviderTraits",
     "ProviderUsages",
     "ProviderWrite",
+    "RawAnswer",
     "ReconcileReport",
     "RequestGroup",
     "Reshape",
@@ -141,6 +146,7 @@ __all__ = [
     "no_retry",
     "remove_providers",
     "replace_allocations",
+    "subtract_allocations",
     "wait_contention",
     "wait_full_jitter",
 ]

@@ -4,6 +4,7 @@ The hierarchy::
 
     PlacementError                 anything Placement (or the way to it) refused
     ├── InvalidInput               caught before the wire; also a ValueError
+    │   └── AllocationsNotHeld     subtract_allocations: more than the consumer holds
     ├── GenerationConflict         409 placement.concurrent_update, retries spent
     │   └── ConsumerChanged        another writer changed what a claim would replace
     ├── ConsumerGone               the consumer an update presupposes does not exist
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from reportclient._model.providers import ProviderWrite
 
 __all__ = [
+    "AllocationsNotHeld",
     "CannotDeleteParent",
     "CapacityExceeded",
     "ConsumerChanged",
@@ -124,6 +126,33 @@ class PlacementError(Exception):
 
 class InvalidInput(PlacementError, ValueError):
     """The caller's input is malformed; nothing was sent."""
+
+
+class AllocationsNotHeld(InvalidInput):
+    """A subtraction asks for more than the consumer holds; nothing was written.
+
+    Raised by :func:`~reportclient.subtract_allocations` inside ``mutate``,
+    so it is checked against the state each attempt reads, not at call time:
+    the read went out, no write did. It ends the operation (it is never
+    retried: the next read would show the same, or another writer's, state),
+    unless an earlier write of the same operation may still land, when the
+    operation ends in :class:`OutcomeUnknown` chained from it. ``state`` is
+    the consumer as read; ``missing`` says, per provider and class, how much
+    more the subtraction asked for than it holds.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        state: ConsumerAllocations,
+        missing: Mapping[str, Mapping[str, int]],
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("consumer_uuid", state.consumer_uuid)
+        super().__init__(message, **kwargs)
+        self.state = state
+        self.missing = {rp: dict(res) for rp, res in missing.items()}
 
 
 class GenerationConflict(PlacementError):

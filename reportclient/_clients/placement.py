@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import tenacity
@@ -29,24 +30,32 @@ from reportclient._engine.consumer_cache import (
     CacheStats,
     ConsumerCache,
 )
-from reportclient._engine.consumer_write import ConsumerWrite, Kind
+from reportclient._engine.consumer_write import (
+    DEFAULT_CONSUMER_TYPE,
+    ConsumerWrite,
+    Kind,
+    put_write,
+)
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.guarded_write import run_attempts
 from reportclient._engine.moves import WriteSpec, plan_many, plan_move
 from reportclient._model.candidate_results import AllocationCandidates, AllocationRequest
 from reportclient._model.candidates import CandidatesQuery
-from reportclient._model.consumers import Allocations, ConsumerAllocations
+from reportclient._model.consumers import Allocations, AllocationWrite, ConsumerAllocations
 from reportclient._model.microversions import CONSUMER_TYPE_VERSION, LEAN_VERSION, Microversion
 from reportclient._model.moves import Move
 from reportclient._model.mutators import Mutator, is_idempotent
+from reportclient._model.raw import RawAnswer
 from reportclient._model.usages import ProjectUsages, ProviderUsages, usages_query
 from reportclient._model.validation import (
     normalize_allocations,
     validate_consumer_type,
+    validate_method,
     validate_owner,
+    validate_path,
     validate_uuid,
 )
-from reportclient._wire.negotiation import format_version
+from reportclient._wire.negotiation import format_version, parse_version
 from reportclient._wire.transport import (
     DEFAULT_POOL_SIZE,
     DEFAULT_TIMEOUT,
@@ -55,7 +64,14 @@ from reportclient._wire.transport import (
     validate_request_id,
     validate_timeout,
 )
-from reportclient.errors import InvalidInput, MicroversionUnsupported, PlacementError
+from reportclient.errors import (
+    GenerationConflict,
+    InvalidInput,
+    MicroversionUnsupported,
+    OutcomeUnknown,
+    PlacementError,
+    PlacementUnavailable,
+)
 from reportclient.retry import default_retry
 
 __all__ = ["PlacementClient"]
@@ -66,6 +82,7 @@ Timeout = float | tuple[float, float]
 
 
 _NO_ALLOCATIONS = "No allocations for consumer"
+_READS = frozenset({"GET", "HEAD"})
 
 
 class PlacementClient:
@@ -84,6 +101,10 @@ class PlacementClient:
     :param microversion: pin a version instead of negotiating one.
     :param global_request_id: ``req-<uuid4>`` sent with every request.
     :param timeout: seconds per request, one number or (connect, read).
+    :param default_consumer_type: the type (``^[A-Z0-9_]+$``) of a consumer
+        a write creates when the caller names none: ``"INSTANCE"``, as nova
+        writes; cyborg's claims may say ``"ACCELERATOR"``. A consumer that
+        exists keeps its own type unless the caller names one.
     """
 
     def __init__(
@@ -97,7 +118,9 @@ class PlacementClient:
         microversion: str | None = None,
         global_request_id: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
+        default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
     ) -> None:
+        self._default_type = validate_consumer_type(default_consumer_type)
         self._transport = Transport(
             adapter, microversion=microversion, global_request_id=global_request_id, timeout=timeout
         )
@@ -105,7 +128,7 @@ class PlacementClient:
             self._cache = ConsumerCache(cache_size, cache_ttl, clock)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        self._retry = retry if retry is not None else default_retry()
+        self._retry = _policy(retry) if retry is not None else default_retry()
         self._contention = ContentionMemory(clock)
         self._providers = ProviderClient(
             self._transport,
@@ -128,6 +151,7 @@ class PlacementClient:
         microversion: str | None = None,
         global_request_id: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
+        default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
         pool_size: int | None = None,
         **adapter_kwargs: Any,
     ) -> PlacementClient:
@@ -152,6 +176,7 @@ class PlacementClient:
             microversion=microversion,
             global_request_id=global_request_id,
             timeout=timeout,
+            default_consumer_type=default_consumer_type,
         )
 
     @classmethod
@@ -190,6 +215,11 @@ class PlacementClient:
     def microversion(self) -> str:
         """The microversion in use (negotiated on first use unless pinned)."""
         return format_version(self._transport.microversion)
+
+    @property
+    def default_consumer_type(self) -> str:
+        """The type given to a consumer a write creates when the caller names none."""
+        return self._default_type
 
     def cache_stats(self) -> CacheStats:
         """Hits, misses and evictions of the consumer cache."""
@@ -238,6 +268,7 @@ class PlacementClient:
         overwrite: bool = False,
         mappings: Mapping[str, Sequence[str]] | None = None,
         global_request_id: str | None = None,
+        retry: tenacity.Retrying | None = None,
     ) -> ConsumerAllocations:
         """Make the consumer hold exactly ``allocations``, creating it if needed.
 
@@ -254,6 +285,11 @@ class PlacementClient:
             :meth:`get_allocation_candidates`; its ``mappings`` go along.
         :param mappings: request group suffix -> providers (what a
             candidate's ``mappings`` says), sent from microversion 1.34.
+        :param consumer_type: the consumer's type; None keeps an existing
+            consumer's and gives a new one the client's
+            ``default_consumer_type``.
+        :param retry: a ``tenacity.Retrying`` for this call only, in place of
+            the client's (every write below takes it too).
         :raises InvalidInput: before any request, for malformed input.
         :raises ConsumerChanged: another writer changed the consumer; nothing
             was overwritten.
@@ -275,6 +311,7 @@ class PlacementClient:
             consumer_type=consumer_type,
             global_request_id=global_request_id,
             mappings=_mappings(mappings),
+            retry=retry,
         )
 
     def update_allocations(
@@ -286,6 +323,7 @@ class PlacementClient:
         user_id: str,
         consumer_type: str | None = None,
         global_request_id: str | None = None,
+        retry: tenacity.Retrying | None = None,
     ) -> ConsumerAllocations:
         """Read-modify-write the allocations of an existing consumer.
 
@@ -299,6 +337,8 @@ class PlacementClient:
 
         :raises InvalidInput: before any request, for malformed input.
         :raises ConsumerGone: the consumer does not exist; it is not created.
+        :raises AllocationsNotHeld: :func:`reportclient.subtract_allocations`
+            asked for more than the consumer holds; nothing was written.
         :raises CapacityExceeded: a provider lacks room; not retried.
         :raises OutcomeUnknown: a write's answer was lost and a mutation that
             is not idempotent cannot be proven landed or not; not re-applied.
@@ -319,9 +359,16 @@ class PlacementClient:
             owner=(project_id, user_id),
             consumer_type=consumer_type,
             global_request_id=global_request_id,
+            retry=retry,
         )
 
-    def release(self, consumer_uuid: str, *, global_request_id: str | None = None) -> None:
+    def release(
+        self,
+        consumer_uuid: str,
+        *,
+        global_request_id: str | None = None,
+        retry: tenacity.Retrying | None = None,
+    ) -> None:
         """Remove all of a consumer's allocations, guarded by its generation.
 
         Unlike ``DELETE /allocations``, each write carries the generation just
@@ -344,6 +391,7 @@ class PlacementClient:
             owner=None,
             consumer_type=None,
             global_request_id=global_request_id,
+            retry=retry,
         )
 
     def force_release(self, consumer_uuid: str, *, global_request_id: str | None = None) -> bool:
@@ -380,6 +428,184 @@ class PlacementClient:
         self._cache.put(ConsumerAllocations.missing(consumer), sent=ticket)
         return deleted
 
+    def put_allocations(
+        self,
+        consumer_uuid: str,
+        allocations: Allocations | AllocationRequest,
+        *,
+        consumer_generation: int | None,
+        project_id: str,
+        user_id: str,
+        consumer_type: str | None = None,
+        mappings: Mapping[str, Sequence[str]] | None = None,
+        global_request_id: str | None = None,
+    ) -> ConsumerAllocations:
+        """Compare-and-swap: one PUT carrying the caller's ``consumer_generation``, never retried.
+
+        For callers that hold their own premise (neutron-lib's
+        ``update_allocation``, nova's ``claim_resources(consumer_generation=)``):
+        the write replaces whatever the consumer holds if, and only if, it is
+        still at ``consumer_generation`` (None: the consumer must not exist).
+        Nothing is read first and nothing is sent again: what to do after a
+        conflict is the caller's decision, as the premise is the caller's.
+        Prefer :meth:`update_allocations`, which re-reads and recomputes.
+
+        A lost answer is :class:`OutcomeUnknown`, without a read to settle it:
+        the fate rule compares the consumer's content at the carried
+        generation with the write's premise, and here the premise is not
+        known to the client, so a consumer still at ``consumer_generation``
+        proves nothing (the write may still land) and one at
+        ``consumer_generation + 1`` holding exactly what was sent may be
+        another writer's identical write. Read with :meth:`get_allocations`
+        and decide.
+
+        ``consumer_type`` None gives a new consumer (``consumer_generation``
+        None) the client's ``default_consumer_type`` and leaves an existing
+        consumer's own type alone (the write then goes at a microversion
+        without consumer types). Empty ``allocations`` at a generation
+        deletes the consumer (Placement's rule).
+
+        :returns: the consumer as the write left it (generation + 1; missing
+            after an empty write), also put in the cache.
+        :raises InvalidInput: before any request, for malformed input, or
+            for empty ``allocations`` with ``consumer_generation`` None
+            (there is nothing to delete).
+        :raises GenerationConflict: the consumer is not at
+            ``consumer_generation``; ``exc.server_generation`` is the one
+            Placement holds (None: it holds no consumer), ``exc.detail``
+            Placement's words. Nothing was written.
+        :raises CapacityExceeded: a provider lacks room; nothing was written.
+        :raises OutcomeUnknown: the answer was lost; the write may or may not
+            have landed (``exc.sent``, ``exc.lost``).
+        :raises PlacementUnavailable: no connection was made (``outcome_unknown``
+            False): nothing was written, safe to call again.
+        """
+        consumer = validate_uuid(consumer_uuid)
+        if isinstance(allocations, AllocationRequest):
+            mappings = allocations.mappings if mappings is None else mappings
+            allocations = allocations.allocations
+        desired = normalize_allocations(allocations)
+        if consumer_generation is not None and (
+            isinstance(consumer_generation, bool)
+            or not isinstance(consumer_generation, int)
+            or consumer_generation < 0
+        ):
+            raise InvalidInput(
+                f"consumer_generation must be None (a new consumer) or an int >= 0, "
+                f"got {consumer_generation!r}"
+            )
+        if not desired and consumer_generation is None:
+            raise InvalidInput(
+                "empty allocations for a consumer expected not to exist: nothing to delete"
+            )
+        validate_owner(project_id, user_id)
+        ctype = None if consumer_type is None else validate_consumer_type(consumer_type)
+        if ctype is None and consumer_generation is None:
+            ctype = self._default_type
+        write = AllocationWrite(consumer, desired, consumer_generation, project_id, user_id, ctype)
+        try:
+            return put_write(
+                self._transport,
+                self._cache,
+                write,
+                send_type=self._transport.supports(CONSUMER_TYPE_VERSION),
+                kept_type=None,
+                mappings=_mappings(mappings),
+                request_id=validate_request_id(global_request_id),
+            )
+        except GenerationConflict:
+            self._cache.discard(consumer)
+            raise
+        except PlacementUnavailable as exc:
+            if not exc.outcome_unknown:
+                raise
+            self._cache.discard(consumer)
+            raise OutcomeUnknown(
+                f"a write carrying generation {consumer_generation} may or may not have "
+                f"landed ({exc.message}); it is not sent again and nothing was read: "
+                "read the consumer and decide",
+                sent=write,
+                state=None,
+                lost=exc,
+                method="PUT",
+                url=f"/allocations/{consumer}",
+            ) from exc
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        microversion: str | None = None,
+        global_request_id: str | None = None,
+        timeout: Timeout | None = None,
+        retry: tenacity.Retrying | None = None,
+    ) -> RawAnswer:
+        """Send a request to a route the library has not typed (nova's ``get``/``put``...).
+
+        The client's endpoint, token, request id and error path go with it:
+        an answer of 400 or more raises the same typed
+        :class:`PlacementError` subclass as every typed call (a 409
+        ``placement.concurrent_update`` is a :class:`GenerationConflict`,
+        and so on). Nothing here knows the route, so nothing is cached or
+        recomputed: a PUT, POST or DELETE is sent exactly once, and a lost
+        answer is :class:`PlacementUnavailable` with ``outcome_unknown``
+        True, never re-sent. A GET or HEAD Placement did not answer is tried
+        again under the retry policy. Prefer a typed method where there is
+        one: it is what re-reads and recomputes under a conflict.
+
+        :param method: GET, HEAD, PUT, POST or DELETE (any case).
+        :param path: the path and query under the Placement endpoint,
+            starting with ``/`` (``"/resource_providers?name=cn1"``); no
+            scheme or host.
+        :param json: the body of a PUT or POST.
+        :param microversion: ``"1.14"`` for this request; default the
+            client's (negotiated or pinned).
+        :param timeout: seconds for this request, one number or (connect, read).
+        :param retry: the policy for a GET or HEAD (default the client's);
+            writes are never retried.
+        :raises InvalidInput: before any request, for a method, path,
+            microversion, timeout or request id that is malformed.
+        :raises PlacementUnavailable: Placement was not reached, or (a write)
+            the answer was lost: ``outcome_unknown`` says whether it may
+            have landed.
+        :raises PlacementError: (a subclass where one fits) for any answer
+            of 400 or more.
+        """
+        verb = validate_method(method, has_body=json is not None)
+        where = validate_path(path)
+        version = None if microversion is None else parse_version(microversion)
+        seconds = None if timeout is None else validate_timeout(timeout)
+        request_id = validate_request_id(global_request_id)
+        policy = self._policy(retry)
+
+        def send() -> RawAnswer:
+            reply = self._transport.send_raw(
+                verb,
+                where,
+                json=json,
+                version=version,
+                global_request_id=request_id,
+                timeout=seconds,
+            )
+            return RawAnswer(
+                reply.status,
+                reply.body,
+                MappingProxyType(dict(reply.headers)),
+                reply.request_id,
+                format_version(version or self._transport.microversion),
+            )
+
+        if verb not in _READS:
+            return send()
+        # A read is harmless to repeat; only an unreachable server is worth it.
+        reads = policy.copy(
+            retry=tenacity.retry_if_exception_type(PlacementUnavailable), reraise=True
+        )
+        answer: RawAnswer = reads(send)
+        return answer
+
     def _run(
         self,
         consumer_uuid: str,
@@ -392,8 +618,10 @@ class PlacementClient:
         global_request_id: str | None,
         overwrite: bool = False,
         mappings: dict[str, tuple[str, ...]] | None = None,
+        retry: tenacity.Retrying | None = None,
     ) -> ConsumerAllocations:
         """Validate, then run a write cycle's attempts under the retry policy."""
+        policy = self._policy(retry)
         consumer = validate_uuid(consumer_uuid)
         if owner is not None:
             validate_owner(*owner)
@@ -414,8 +642,9 @@ class PlacementClient:
             request_id=validate_request_id(global_request_id),
             mappings=mappings,
             memory=self._contention,
+            default_type=self._default_type,
         )
-        return run_attempts(write, self._retry)
+        return run_attempts(write, policy)
 
     def _read_for_cycle(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
         return self._read(consumer, request_id)
@@ -432,6 +661,7 @@ class PlacementClient:
         target_consumer_type: str | None = None,
         source_allocations: Allocations | None = None,
         global_request_id: str | None = None,
+        retry: tenacity.Retrying | None = None,
     ) -> Move:
         """Move everything the source consumer holds to the target, in one POST.
 
@@ -463,7 +693,12 @@ class PlacementClient:
             source_allocations=source_allocations,
         )
         states = self._run_many(
-            move.parts, move.plan, idempotent=False, by_content=True, request_id=global_request_id
+            move.parts,
+            move.plan,
+            idempotent=False,
+            by_content=True,
+            request_id=global_request_id,
+            retry=retry,
         )
         source, target = (part.consumer for part in move.parts)
         return Move(states[source], states[target], dict(move.moved))
@@ -477,6 +712,7 @@ class PlacementClient:
         consumer_type: str | None = None,
         overwrite: bool = False,
         global_request_id: str | None = None,
+        retry: tenacity.Retrying | None = None,
     ) -> dict[str, ConsumerAllocations]:
         """Write several consumers in one ``POST /allocations``: all land, or none.
 
@@ -502,6 +738,7 @@ class PlacementClient:
             idempotent=many.idempotent,
             overwrite=overwrite,
             request_id=global_request_id,
+            retry=retry,
         )
 
     def get_allocation_candidates(
@@ -581,7 +818,9 @@ class PlacementClient:
         overwrite: bool = False,
         by_content: bool = False,
         request_id: str | None,
+        retry: tenacity.Retrying | None = None,
     ) -> dict[str, ConsumerAllocations]:
+        policy = self._policy(retry)
         write = BatchWrite(
             self._transport,
             self._cache,
@@ -593,8 +832,25 @@ class PlacementClient:
             by_content=by_content,
             request_id=validate_request_id(request_id),
             memory=self._contention,
+            default_type=self._default_type,
         )
-        return run_attempts(write, self._retry)
+        return run_attempts(write, policy)
+
+    def _policy(self, retry: tenacity.Retrying | None) -> tenacity.Retrying:
+        """This call's policy: the one given, else the client's."""
+        return self._retry if retry is None else _policy(retry)
+
+
+def _policy(retry: object) -> tenacity.Retrying:
+    """``retry`` if it is a policy the engine can copy and call.
+
+    :raises InvalidInput: otherwise, before anything is sent.
+    """
+    if not isinstance(retry, tenacity.Retrying):
+        raise InvalidInput(
+            f"retry must be a tenacity.Retrying (see reportclient.default_retry), got {retry!r}"
+        )
+    return retry
 
 
 def _mappings(given: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]] | None:

@@ -99,6 +99,8 @@ class BatchWrite(
         the operation even though it is not idempotent: true of a move, whose
         end state (source empty, target holding its allocations) says what
         was asked whoever made it, and which is never written again anyway.
+    :param default_type: the type of a consumer created with no type of its
+        own to take (the client's ``default_consumer_type``).
     """
 
     def __init__(
@@ -114,8 +116,10 @@ class BatchWrite(
         by_content: bool = False,
         request_id: str | None = None,
         memory: ContentionMemory | None = None,
+        default_type: str = DEFAULT_CONSUMER_TYPE,
     ) -> None:
         super().__init__(idempotent=idempotent or by_content, memory=memory)
+        self._default_type = default_type
         self._transport = transport
         self._cache = cache
         self._reader = read
@@ -232,7 +236,7 @@ class BatchWrite(
             state = states.get(name) if name is not None else None
             if state is not None and state.exists and is_valid_name(state.consumer_type):
                 return state.consumer_type
-        return DEFAULT_CONSUMER_TYPE
+        return self._default_type
 
     def send(self, post: Post) -> dict[str, ConsumerAllocations]:
         """POST every write; every consumer's state afterwards."""

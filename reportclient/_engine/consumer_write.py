@@ -44,11 +44,13 @@ from reportclient.errors import (
     PlacementError,
 )
 
-__all__ = ["DEFAULT_CONSUMER_TYPE", "ConsumerWrite", "Kind", "Reader"]
+__all__ = ["DEFAULT_CONSUMER_TYPE", "ConsumerWrite", "Kind", "Reader", "put_write"]
 
 #: Reads a consumer from Placement (and refreshes the cache).
 Reader = Callable[[str, str | None], ConsumerAllocations]
 
+#: The type a write gives a consumer it creates when the caller names none
+#: (a client's ``default_consumer_type`` overrides it).
 DEFAULT_CONSUMER_TYPE = "INSTANCE"
 
 
@@ -86,6 +88,8 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         consumer's own (a release).
     :param ctype: the consumer type asked for, or None to keep the
         consumer's own.
+    :param default_type: the type of a consumer this write creates when
+        ``ctype`` is None (the client's ``default_consumer_type``).
     """
 
     def __init__(
@@ -104,8 +108,10 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         request_id: str | None,
         mappings: Mapping[str, Sequence[str]] | None = None,
         memory: ContentionMemory | None = None,
+        default_type: str = DEFAULT_CONSUMER_TYPE,
     ) -> None:
         super().__init__(idempotent=idempotent, memory=memory)
+        self._default_type = default_type
         self._transport = transport
         self._cache = cache
         self._reader = read
@@ -196,7 +202,7 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         # the write can go at a version without consumer types.
         ctype = self._ctype
         if ctype is None and not current.allocations and desired:
-            ctype = DEFAULT_CONSUMER_TYPE
+            ctype = self._default_type
         write = AllocationWrite(self.consumer, desired, current.generation, *owner, ctype)
         return Sent(write, current.allocations, current.consumer_type)
 
@@ -243,35 +249,15 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
     # -- send ----------------------------------------------------------------
     def send(self, sent: Sent) -> ConsumerAllocations:
         """PUT the write; the state it makes (the consumer's type stays unless one is sent)."""
-        write = sent.write
-        body: dict[str, Any] = {
-            "allocations": {rp: {"resources": res} for rp, res in write.allocations.items()},
-            "consumer_generation": write.consumer_generation,
-            "project_id": write.project_id,
-            "user_id": write.user_id,
-        }
-        if self._send_type and write.consumer_type is not None:
-            body["consumer_type"] = write.consumer_type
-        if self._mappings and write.allocations and self._transport.supports(MAPPINGS_VERSION):
-            body["mappings"] = {group: list(rps) for group, rps in self._mappings.items()}
-        ticket = self._cache.ticket()
-        self._transport.request(
-            "PUT",
-            f"/allocations/{self.consumer}",
-            json=body,
-            consumer_uuid=self.consumer,
-            global_request_id=self._request_id,
-            at_most=(
-                None
-                if "consumer_type" in body
-                else MAPPINGS_VERSION
-                if "mappings" in body
-                else LEAN_VERSION
-            ),
+        return put_write(
+            self._transport,
+            self._cache,
+            sent.write,
+            send_type=self._send_type,
+            kept_type=sent.premise_type,
+            mappings=self._mappings,
+            request_id=self._request_id,
         )
-        new = written_state(write, self._send_type, sent.premise_type)
-        self._cache.put(new, sent=ticket)
-        return new
 
     def conflicted(self, sent: Sent, exc: GenerationConflict) -> None:
         """A stale generation: forget the entry, keep the server's "expected N"."""
@@ -318,6 +304,56 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
             method="PUT",
             url=f"/allocations/{self.consumer}",
         )
+
+
+def put_write(
+    transport: Wire,
+    cache: ConsumerCache,
+    write: AllocationWrite,
+    *,
+    send_type: bool,
+    kept_type: str | None,
+    mappings: Mapping[str, Sequence[str]] | None,
+    request_id: str | None,
+) -> ConsumerAllocations:
+    """PUT one consumer's write, once; cache and return the state it made.
+
+    The one place a single consumer's PUT body is built, shared by
+    :class:`ConsumerWrite` and by the client's caller-supplied-generation
+    write (``PlacementClient.put_allocations``), which sends exactly one
+    write and settles nothing. A write without a type goes at
+    ``LEAN_VERSION`` so Placement keeps the consumer's own type.
+
+    :raises PlacementError: as the wire raises it; nothing is cached then.
+    """
+    body: dict[str, Any] = {
+        "allocations": {rp: {"resources": res} for rp, res in write.allocations.items()},
+        "consumer_generation": write.consumer_generation,
+        "project_id": write.project_id,
+        "user_id": write.user_id,
+    }
+    if send_type and write.consumer_type is not None:
+        body["consumer_type"] = write.consumer_type
+    if mappings and write.allocations and transport.supports(MAPPINGS_VERSION):
+        body["mappings"] = {group: list(rps) for group, rps in mappings.items()}
+    ticket = cache.ticket()
+    transport.request(
+        "PUT",
+        f"/allocations/{write.consumer_uuid}",
+        json=body,
+        consumer_uuid=write.consumer_uuid,
+        global_request_id=request_id,
+        at_most=(
+            None
+            if "consumer_type" in body
+            else MAPPINGS_VERSION
+            if "mappings" in body
+            else LEAN_VERSION
+        ),
+    )
+    new = written_state(write, send_type, kept_type)
+    cache.put(new, sent=ticket)
+    return new
 
 
 def consumer_evidence(

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 
 from reportclient._model.consumers import Allocations, ConsumerAllocations
 from reportclient._model.validation import normalize_allocations, validate_uuid
-from reportclient.errors import InvalidInput
+from reportclient.errors import AllocationsNotHeld, InvalidInput
 
 __all__ = [
     "Mutation",
@@ -29,6 +29,7 @@ __all__ = [
     "is_idempotent",
     "remove_providers",
     "replace_allocations",
+    "subtract_allocations",
 ]
 
 #: Given the consumer's current state, return the allocations it should hold.
@@ -125,3 +126,52 @@ def remove_providers(providers: Iterable[str]) -> Mutation:
         return {rp: dict(res) for rp, res in current.allocations.items() if rp not in gone}
 
     return Mutation(mutate, idempotent=True, description=f"remove {sorted(gone)}")
+
+
+def subtract_allocations(amounts: Allocations) -> Mutation:
+    """Hold what the consumer holds now minus ``amounts``, per provider and class. Not idempotent.
+
+    A class brought to 0 is removed, and a provider left with no class is
+    removed; a consumer left with nothing is deleted by the write (Placement's
+    rule for an empty allocation write). This is nova's
+    ``remove_resources_from_instance_allocation`` and neutron's shrinking QoS
+    update.
+
+    Whether the consumer holds enough depends on what it holds *now*, so the
+    check runs inside ``mutate``, on the state every attempt reads; subtracting
+    twice is not subtracting once, so, like :func:`add_allocations`, a lost
+    answer that the generation cannot settle ends in
+    :class:`~reportclient.errors.OutcomeUnknown`.
+
+    :raises InvalidInput: at once, for malformed amounts.
+    :raises AllocationsNotHeld: from ``mutate`` (so from the update), when
+        the consumer holds less of a class than ``amounts`` asks for, or
+        nothing of it, or nothing on a provider named; nothing is written.
+    """
+    less = normalize_allocations(amounts)
+
+    def mutate(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
+        result = {rp: dict(res) for rp, res in current.allocations.items()}
+        missing: dict[str, dict[str, int]] = {}
+        for rp, resources in less.items():
+            held = result.get(rp, {})
+            for rc, amount in resources.items():
+                left = held.get(rc, 0) - amount
+                if left < 0:
+                    missing.setdefault(rp, {})[rc] = -left
+                elif left == 0:
+                    del held[rc]
+                else:
+                    held[rc] = left
+            if rp in result and not held:
+                del result[rp]
+        if missing:
+            raise AllocationsNotHeld(
+                f"cannot subtract {less}: the consumer holds {dict(current.allocations)} at "
+                f"generation {current.generation}, short by {missing}; nothing was written",
+                state=current,
+                missing=missing,
+            )
+        return result
+
+    return Mutation(mutate, idempotent=False, description=f"subtract {less}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
+from urllib.parse import urlsplit
 
 from reportclient.errors import InvalidInput
 
@@ -21,9 +22,11 @@ __all__ = [
     "normalize_allocations",
     "validate_consumer_type",
     "validate_custom_name",
+    "validate_method",
     "validate_name_prefix",
     "validate_names",
     "validate_owner",
+    "validate_path",
     "validate_provider_name",
     "validate_standard_name",
     "validate_uuid",
@@ -211,3 +214,43 @@ def validate_uuids(values: object, what: str = "aggregate") -> frozenset[str]:
         for a member that is not a uuid.
     """
     return frozenset(validate_uuid(v, what) for v in _members(values, f"{what}s"))
+
+
+#: What ``PlacementClient.request`` may send: the methods Placement serves.
+RAW_METHODS = frozenset({"GET", "HEAD", "PUT", "POST", "DELETE"})
+_BODY_METHODS = frozenset({"PUT", "POST"})
+# Whitespace and control characters: a path is sent as is, and one of these
+# would split or smuggle a request line.
+_UNSAFE_IN_PATH = re.compile(r"[\x00-\x20\x7f]")
+
+
+def validate_method(method: object, has_body: bool = False) -> str:
+    """Return ``method`` upper-cased if Placement serves it (and it may carry a body).
+
+    :raises InvalidInput: for another method, or a body on a GET, HEAD or DELETE.
+    """
+    name = method.upper() if isinstance(method, str) else None
+    if name not in RAW_METHODS:
+        raise InvalidInput(f"method must be one of {sorted(RAW_METHODS)}, got {method!r}")
+    if has_body and name not in _BODY_METHODS:
+        raise InvalidInput(f"a {name} request carries no body; json= is for PUT and POST")
+    return name
+
+
+def validate_path(path: object) -> str:
+    """Return ``path`` if it is a path (and query) under the Placement endpoint.
+
+    It must start with one ``/`` and name no scheme, host or fragment: the
+    client's endpoint, token and request id go with every request, so a path
+    must never point them elsewhere.
+
+    :raises InvalidInput: otherwise.
+    """
+    if not isinstance(path, str) or not path.startswith("/") or path.startswith("//"):
+        raise InvalidInput(f"path must start with a single '/', got {path!r}")
+    if _UNSAFE_IN_PATH.search(path):
+        raise InvalidInput(f"path must not contain whitespace or control characters: {path!r}")
+    parts = urlsplit(path)
+    if parts.scheme or parts.netloc or "#" in path:
+        raise InvalidInput(f"path must be relative to the Placement endpoint, got {path!r}")
+    return path

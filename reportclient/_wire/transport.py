@@ -17,7 +17,8 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
 
@@ -123,13 +124,23 @@ def validate_request_id(value: str | None) -> str | None:
     return value
 
 
+# Response headers a raw answer never carries: they can hold a credential.
+_UNSAFE_HEADERS = frozenset({"set-cookie", "x-subject-token", "x-auth-token"})
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """A successful response: status, parsed JSON body (or None), request id."""
+    """A successful response: status, parsed JSON body (or None), request id.
+
+    ``headers`` (names in lower case, credentials left out) are kept only for
+    :meth:`Transport.send_raw`, whose callers read routes the library has
+    not typed (a ``Location``, a ``Last-Modified``).
+    """
 
     status: int
     body: Any
     request_id: str | None
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Transport:
@@ -251,6 +262,35 @@ class Transport:
             global_request_id=global_request_id,
         )
 
+    def send_raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        version: Microversion | None = None,
+        global_request_id: str | None = None,
+        timeout: tuple[float, float] | None = None,
+    ) -> Reply:
+        """Send one request the library has not typed, with its response headers.
+
+        The same single path as every other request: writes are sent once,
+        every failure is the same typed error. Method, path and arguments are
+        the caller's to validate.
+
+        :param version: send at exactly this version (default: the one in use).
+        :param timeout: (connect, read) seconds for this request only.
+        """
+        return self._send(
+            method,
+            path,
+            version=self.microversion if version is None else version,
+            json=json,
+            global_request_id=global_request_id,
+            timeout=timeout,
+            with_headers=True,
+        )
+
     def _send(
         self,
         method: str,
@@ -260,8 +300,10 @@ class Transport:
         json: Any = None,
         consumer_uuid: str | None = None,
         global_request_id: str | None = None,
+        timeout: tuple[float, float] | None = None,
+        with_headers: bool = False,
     ) -> Reply:
-        kwargs: dict[str, Any] = {"raise_exc": False, "timeout": self._timeout}
+        kwargs: dict[str, Any] = {"raise_exc": False, "timeout": timeout or self._timeout}
         if method not in _READS:
             # A write is sent once; whether to send it again is the client's call.
             kwargs["connect_retries"] = 0
@@ -296,7 +338,9 @@ class Transport:
                 failure.kind.value,
                 " <- ".join(name.rpartition(".")[2] for name in failure.cause.chain),
             )
-            raise self._failure_error(failure, method, path, consumer_uuid) from failure.raised
+            raise self._failure_error(
+                failure, method, path, consumer_uuid, timeout or self._timeout
+            ) from failure.raised
         elapsed = (time.perf_counter() - started) * 1000
         # Placement 16.0.0 sends only the x- spelling; proxies may rename it.
         request_id = resp.headers.get("x-openstack-request-id") or resp.headers.get(
@@ -338,10 +382,22 @@ class Transport:
                 url=path,
                 consumer_uuid=consumer_uuid,
             ) from not_json
-        return Reply(resp.status_code, body, request_id)
+        if not with_headers:
+            return Reply(resp.status_code, body, request_id)
+        headers = {
+            name.lower(): value
+            for name, value in resp.headers.items()
+            if name.lower() not in _UNSAFE_HEADERS
+        }
+        return Reply(resp.status_code, body, request_id, headers)
 
     def _failure_error(
-        self, failure: Failure, method: str, path: str, consumer_uuid: str | None
+        self,
+        failure: Failure,
+        method: str,
+        path: str,
+        consumer_uuid: str | None,
+        timeout: tuple[float, float] | None = None,
     ) -> PlacementError:
         """The exception for a request that got no answer."""
         where: dict[str, Any] = {"method": method, "url": path, "consumer_uuid": consumer_uuid}
@@ -357,7 +413,8 @@ class Transport:
             )
         if failure.kind is Kind.READ_TIMEOUT:
             return PlacementUnavailable(
-                f"no answer from Placement within {self._timeout[1]:g} s (read timeout); "
+                f"no answer from Placement within {(timeout or self._timeout)[1]:g} s "
+                "(read timeout); "
                 "the request may have been applied",
                 outcome_unknown=True,
                 **where,

@@ -72,6 +72,10 @@ EXPECTED = {
     "replace_allocations",
     "wait_contention",
     "wait_full_jitter",
+    # adoption: nova's, neutron's and cyborg's calls
+    "AllocationsNotHeld",
+    "RawAnswer",
+    "subtract_allocations",
 }
 
 
@@ -116,3 +120,9 @@ def test_provider_errors_are_typed_by_code():
     ):
         assert issubclass(error, reportclient.PlacementError)
         assert not issubclass(error, reportclient.GenerationConflict)  # never retried
+
+
+def test_a_subtraction_beyond_what_is_held_is_invalid_input_never_retried():
+    assert issubclass(reportclient.AllocationsNotHeld, reportclient.InvalidInput)
+    assert issubclass(reportclient.AllocationsNotHeld, ValueError)
+    assert not issubclass(reportclient.AllocationsNotHeld, reportclient.GenerationConflict)
