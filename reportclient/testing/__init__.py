@@ -6,6 +6,8 @@ Independent of the reportclient client itself (tests arrange state with
 
 - :class:`EmbeddedPlacement`: in-process, in-memory SQLite, fast; records every request.
 - :class:`PlacementServer`: child process, SQLite file; can be killed and restarted.
+- :class:`GaleraPlacement`: three MariaDB Galera nodes, a Placement gunicorn per node, HAProxy
+  in front (single-writer or round-robin); nodes and hosts can be killed, isolated, restarted.
 - ``reportclient.testing.pytest_plugin``: fixtures ``real_placement``, ``placement_admin``,
   ``compute_node`` and ``placement_process``.
 """
@@ -19,20 +21,30 @@ from reportclient.testing._admin import (
 from reportclient.testing._app import ADMIN_TOKEN
 from reportclient.testing._cluster import ClusterUnavailable, ConsumerLock, PlacementCluster
 from reportclient.testing._embedded import EmbeddedPlacement
+from reportclient.testing._galera import GaleraCluster, GaleraUnavailable
+from reportclient.testing._galera_placement import GaleraPlacement, PlacementHost
+from reportclient.testing._haproxy import ROUND_ROBIN, SINGLE_WRITER, HAProxy
 from reportclient.testing._server import PlacementServer, PlacementStartError
 from reportclient.testing._wsgi import LogLine, RequestRecord
 
 __all__ = [
     "ADMIN_TOKEN",
     "DEFAULT_MICROVERSION",
+    "ROUND_ROBIN",
+    "SINGLE_WRITER",
     "ClusterUnavailable",
     "ConsumerLock",
     "EmbeddedPlacement",
+    "GaleraCluster",
+    "GaleraPlacement",
+    "GaleraUnavailable",
+    "HAProxy",
     "Inventory",
     "LogLine",
     "PlacementAdmin",
     "PlacementAdminError",
     "PlacementCluster",
+    "PlacementHost",
     "PlacementServer",
     "PlacementStartError",
     "RequestRecord",

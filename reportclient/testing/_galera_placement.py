@@ -1,0 +1,323 @@
+"""Placement's production shape on Galera: three nodes, a Placement host on each, HAProxy in front.
+
+::
+
+    client -> HAProxy (single-writer | round-robin) -> host1 -> node1 \\
+                                                     -> host2 -> node2  } Galera
+                                                     -> host3 -> node3 /
+
+Each host is a gunicorn (``workers`` sync workers, ``--preload``) whose Placement talks to its
+own Galera node only, so which host HAProxy picks decides which node a transaction is
+certified on. The schema is synced once, by the first host's master, before the others start
+(they find it at head and the standard traits and classes present). The hosts' app factory is
+:func:`reportclient.testing._cluster.gunicorn_app`, the one :class:`PlacementCluster` uses.
+
+Faults, each one call: :meth:`GaleraPlacement.kill_node` (SIGKILL a ``mariadbd``),
+:meth:`~GaleraPlacement.start_node` (it rejoins by IST), :meth:`~GaleraPlacement.isolate` (the
+node leaves the primary component), :meth:`~GaleraPlacement.kill_host` and
+:meth:`~GaleraPlacement.start_host` (SIGKILL a whole gunicorn, restart it on the same port),
+:meth:`~GaleraPlacement.failover` (disable the server HAProxy sends to, through its runtime
+API). :meth:`~GaleraPlacement.use_mode` swaps HAProxy's mode keeping the database.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from reportclient.testing import _app
+from reportclient.testing._cluster import (
+    _DATABASE_URL_ENV,
+    _IMPORT_ROOT,
+    _PARENT_PID_ENV,
+    _children,
+    _kill,
+)
+from reportclient.testing._cluster_db import ClusterUnavailable, _run
+from reportclient.testing._galera import GaleraCluster, free_ports
+from reportclient.testing._haproxy import SINGLE_WRITER, HAProxy
+from reportclient.testing._server import PlacementStartError
+
+__all__ = ["PLACEMENT_TABLES", "GaleraPlacement", "PlacementHost"]
+
+#: Placement's tables whose content the nodes must agree on after a run.
+PLACEMENT_TABLES = (
+    "allocations",
+    "consumers",
+    "inventories",
+    "placement_aggregates",
+    "projects",
+    "resource_provider_aggregates",
+    "resource_provider_traits",
+    "resource_providers",
+    "traits",
+    "users",
+)
+
+
+@dataclass
+class PlacementHost:
+    """One gunicorn serving Placement on a fixed loopback port over one Galera node."""
+
+    name: str
+    port: int
+    database_url: str
+    workers: int
+    directory: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        """This host's own URL, bypassing HAProxy."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start gunicorn on :attr:`port` and wait until every worker answers."""
+        if self.running:
+            raise RuntimeError(f"{self.name} is already running")
+        listener = socket.create_server(("127.0.0.1", self.port), backlog=1024)
+        cmd = [
+            sys.executable, "-m", "gunicorn",
+            "--preload",
+            "--worker-class", "sync",
+            "--workers", str(self.workers),
+            "--bind", f"fd://{listener.fileno()}",
+            "--timeout", "120",
+            "--graceful-timeout", "5",
+            "--error-logfile", "-",
+        ]  # fmt: skip
+        if int(importlib.metadata.version("gunicorn").split(".")[0]) >= 25:
+            cmd.append("--no-control-socket")
+        cmd.append("reportclient.testing._cluster:gunicorn_app()")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
+        env[_DATABASE_URL_ENV] = self.database_url
+        env[_PARENT_PID_ENV] = str(os.getpid())
+        with listener, open(self.directory / f"{self.name}.log", "ab") as log:
+            self.proc = subprocess.Popen(  # noqa: S603 - argv built from our own values
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                pass_fds=(listener.fileno(),),
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while not self._ready():
+            if self.proc.poll() is not None:
+                raise PlacementStartError(f"{self.name} exited at start:\n{self.read_log()}")
+            if time.monotonic() >= deadline:
+                text = self.read_log()
+                raise PlacementStartError(f"{self.name} not ready in {timeout}s:\n{text}")
+            time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        if len(_children(self.proc.pid)) != self.workers:
+            return False
+        try:
+            return requests.get(f"{self.url}/", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL master and workers at once (a host that lost power); requests in flight die."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            _kill(proc)
+
+    def read_log(self) -> str:
+        """gunicorn's and Placement's log over every start of this host."""
+        try:
+            return (self.directory / f"{self.name}.log").read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+class GaleraPlacement:
+    """Galera, a Placement host per node and HAProxy, started and stopped together.
+
+    :param mode: HAProxy's mode, ``"single-writer"`` or ``"round-robin"``.
+    :param workers: gunicorn workers per host.
+    :param size: Galera nodes (and hosts).
+    :raises ClusterUnavailable: (its subclass ``GaleraUnavailable``) when MariaDB's server, the
+        Galera provider, rsync or HAProxy is missing, or without the ``cluster`` extra.
+    """
+
+    def __init__(self, mode: str = SINGLE_WRITER, workers: int = 2, size: int = 3) -> None:
+        """Configure (but do not start) everything."""
+        for module in ("sqlalchemy", "gunicorn", "pymysql"):
+            if importlib.util.find_spec(module) is None:
+                raise ClusterUnavailable(f"{module} is missing: install reportclient[cluster]")
+        self.galera = GaleraCluster(size)
+        self.mode = mode
+        self.workers = workers
+        self.token = _app.ADMIN_TOKEN
+        self.database_name = f"placement_{secrets.token_hex(4)}"
+        self.hosts: list[PlacementHost] = []
+        self.haproxy: HAProxy | None = None
+        self._tmpdir: Path | None = None
+        HAProxy([], mode, self.token)  # fail now, not after Galera started, without haproxy
+
+    @property
+    def url(self) -> str:
+        """HAProxy's URL: what clients use."""
+        if self.haproxy is None:
+            raise RuntimeError("GaleraPlacement is not running")
+        return self.haproxy.url
+
+    def start(self) -> GaleraPlacement:
+        """Start Galera, create the database, start the hosts one by one, then HAProxy."""
+        try:
+            self.galera.start()
+            self._tmpdir = Path(tempfile.mkdtemp(prefix="reportclient-galera-hosts-"))
+            self.galera.sql(0, f"CREATE DATABASE {self.database_name} CHARACTER SET utf8mb4")
+            ports = free_ports(self.galera.size)
+            for node, port in zip(self.galera.nodes, ports, strict=True):
+                url = self.database_url(node.index)
+                host = PlacementHost(f"host{node.index + 1}", port, url, self.workers, self._tmpdir)
+                self.hosts.append(host)
+                host.start()  # one at a time: the first syncs the schema
+            self.use_mode(self.mode)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop HAProxy, every host and every node, and remove their directories."""
+        try:
+            if self.haproxy is not None:
+                self.haproxy.stop()
+                self.haproxy = None
+            for host in self.hosts:
+                host.kill()
+        finally:
+            self.galera.stop()
+            if self._tmpdir is not None:
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
+                self._tmpdir = None
+
+    def __enter__(self) -> GaleraPlacement:
+        """Start everything."""
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Stop everything, also when the body raised."""
+        self.stop()
+
+    def use_mode(self, mode: str) -> None:
+        """(Re)start HAProxy in ``mode`` over the hosts; wait until every server is UP."""
+        if self.haproxy is not None:
+            self.haproxy.stop()
+        self.mode = mode
+        servers = [(host.name, host.port) for host in self.hosts]
+        self.haproxy = HAProxy(servers, mode, self.token).start()
+        for host in self.hosts:
+            self.haproxy.wait_state(host.name, "UP")
+
+    def read_log(self) -> str:
+        """Every host's log, then HAProxy's."""
+        parts = [f"--- {h.name} ---\n{h.read_log()}" for h in self.hosts]
+        if self.haproxy is not None:
+            parts.append(f"--- haproxy ---\n{self.haproxy.read_log()}")
+        return "\n".join(parts)
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def kill_node(self, index: int) -> int:
+        """SIGKILL Galera node ``index``; return its pid."""
+        return self.galera.kill_node(index)
+
+    def start_node(self, index: int, *, wait: bool = True) -> None:
+        """Start node ``index`` again: it rejoins by IST."""
+        self.galera.start_node(index, wait=wait)
+
+    def isolate(self, index: int) -> None:
+        """Node ``index`` leaves the primary component (its host then answers 500)."""
+        self.galera.isolate(index)
+
+    def heal(self, index: int) -> None:
+        """Node ``index`` rejoins the primary component; wait until Synced."""
+        self.galera.heal(index)
+
+    def kill_host(self, index: int) -> None:
+        """SIGKILL Placement host ``index`` (master and workers)."""
+        self.hosts[index].kill()
+
+    def start_host(self, index: int) -> None:
+        """Start Placement host ``index`` again on its port."""
+        self.hosts[index].start()
+
+    def host_index(self, name: str) -> int:
+        """The index of the host HAProxy calls ``name``."""
+        return next(i for i, host in enumerate(self.hosts) if host.name == name)
+
+    def failover(self, index: int | None = None) -> int:
+        """Disable a server in HAProxy (by default the one it sends to); return its index."""
+        assert self.haproxy is not None
+        if index is None:
+            active = self.haproxy.active()
+            index = 0 if active is None else self.host_index(active)
+        self.haproxy.disable(self.hosts[index].name)
+        return index
+
+    def restore(self, index: int, timeout: float = 60.0) -> None:
+        """Enable server ``index`` again and wait until HAProxy sees it UP."""
+        assert self.haproxy is not None
+        self.haproxy.enable(self.hosts[index].name)
+        self.haproxy.wait_state(self.hosts[index].name, "UP", timeout)
+
+    # -- reading back ----------------------------------------------------------------------------
+
+    def sql(self, index: int, statement: str, **params: Any) -> list[Any]:
+        """Run one statement on node ``index`` in Placement's database."""
+        return _run(self.database_url(index), statement, **params)
+
+    def database_url(self, index: int) -> str:
+        """SQLAlchemy URL of Placement's database on node ``index``."""
+        return f"{self.galera.nodes[index].server_url}/{self.database_name}"
+
+    def checksums(self, index: int) -> dict[str, int]:
+        """``CHECKSUM TABLE`` of every table in :data:`PLACEMENT_TABLES` on node ``index``."""
+        import sqlalchemy
+
+        from reportclient.testing._cluster_db import _engine
+
+        engine = _engine(self.database_url(index), autocommit=True)
+        statement = f"CHECKSUM TABLE {', '.join(PLACEMENT_TABLES)}"
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(sqlalchemy.text(statement))
+                return {str(name).rsplit(".", 1)[-1]: int(value or 0) for name, value in rows}
+        finally:
+            engine.dispose()
+
+    def wait_settled(self, timeout: float = 120.0) -> None:
+        """Every node Synced at one seqno, every host running and UP in HAProxy."""
+        self.galera.wait_all_synced(timeout)
+        assert self.haproxy is not None
+        for host in self.hosts:
+            if not host.running:
+                host.start()
+            if self.haproxy.states().get(host.name, "").startswith("MAINT"):
+                self.haproxy.enable(host.name)
+            self.haproxy.wait_state(host.name, "UP", timeout)

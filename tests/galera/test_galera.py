@@ -1,0 +1,113 @@
+"""Placement on three Galera nodes behind HAProxy: every mode x fault, four workloads each.
+
+Each cell runs the claims/adds/releases race, the one-consumer adds, the provider side
+(agents, operators, schedulers) and racing moves at once, through a tracing proxy in front of
+HAProxy, while one fault is injected and recovered: a Galera node SIGKILLed and rejoined by
+IST, a node cut out of the primary component and healed, a Placement host SIGKILLed (with
+requests in flight, or right after a write committed and before its answer left), HAProxy
+made to fail over, the chaos suite's lost answers, or nothing (in round-robin mode that is
+where certification conflicts between nodes happen). Then everything is read back from every
+node and judged. The table (printed when the module ends; ``-s`` shows it) has a row per
+mode x fault x workload; any broken invariant fails the cell.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+
+from reportclient.testing import ROUND_ROBIN, SINGLE_WRITER, GaleraPlacement, PlacementAdmin
+from tests.galera.faults import KILL_AFTER_COMMIT, GaleraProxy, Injector
+from tests.galera.matrix import HEADERS, Cell, arrange, judge, rows, run_workloads
+from tests.races.checker import table
+
+pytestmark = pytest.mark.functional
+
+FAULTS = (
+    "none",
+    "kill galera node",
+    "node leaves primary",
+    "kill placement host",
+    KILL_AFTER_COMMIT,
+    "haproxy failover",
+    "lost answers",
+)
+#: What Placement's log says when it answers 500: the exception's first words.
+_UNEXPECTED = re.compile(r"Placement API unexpected error: (.{0,90})")
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Iterator[dict[str, object]]:
+    """Rows of the table and what the hosts logged, printed when the module ends."""
+    found: dict[str, object] = {"rows": [], "server errors": Counter(), "started": time.time()}
+    yield found
+    print("\n\nGalera: mode x fault x workload, judged on every node")
+    print(table(HEADERS, found["rows"]))  # type: ignore[arg-type]
+    errors: Counter[str] = found["server errors"]  # type: ignore[assignment]
+    print("\nPlacement's 500s by cause (from the hosts' logs):")
+    for (mode, fault, cause), n in sorted(errors.items()):
+        print(f"  {mode:13} {fault:24} {n:4}  {cause}")
+    print(f"\nmatrix: {time.time() - float(found['started']):.0f} s")  # type: ignore[arg-type]
+
+
+def _certification(cluster: GaleraPlacement) -> int:
+    total = 0
+    for index in range(cluster.galera.size):
+        status = cluster.galera.status(index)
+        total += int(status.get("wsrep_local_cert_failures", 0))
+        total += int(status.get("wsrep_local_bf_aborts", 0))
+    return total
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("mode", [SINGLE_WRITER, ROUND_ROBIN])
+def test_galera_keeps_every_invariant(
+    pool: ProcessPoolExecutor,
+    galera: GaleraPlacement,
+    matrix: dict[str, object],
+    mode: str,
+    fault: str,
+) -> None:
+    started = time.monotonic()
+    if galera.mode != mode:
+        galera.use_mode(mode)
+    galera.wait_settled()
+    seed = abs(hash((mode, fault))) % 10_000
+    with PlacementAdmin(galera.url, galera.token, timeout=60.0) as admin:
+        setup = arrange(admin, seed)
+    cell = Cell(mode, fault, setup)
+    logs_before = [len(host.read_log()) for host in galera.hosts]
+    certified_before = _certification(galera)
+    assert galera.haproxy is not None
+    with GaleraProxy(galera.haproxy.port, galera) as proxy:
+        injector = Injector(fault, galera, proxy)
+        injector.start()
+        try:
+            run_workloads(pool, proxy.url, setup, seed, cell)
+        finally:
+            injector.stop()
+        cell.window = injector.window
+        cell.injected_proxy = proxy.injected()
+    galera.wait_settled()
+    cell.cert_failures = _certification(galera) - certified_before
+    judge(galera, cell)
+    cell.seconds = time.monotonic() - started
+
+    errors: Counter[str] = matrix["server errors"]  # type: ignore[assignment]
+    for host, offset in zip(galera.hosts, logs_before, strict=True):
+        for cause in _UNEXPECTED.findall(host.read_log()[offset:]):
+            errors[(mode, fault, re.sub(r"[0-9a-f-]{36}", "<uuid>", cause))] += 1
+    mine = rows(cell)
+    matrix["rows"].extend(mine)  # type: ignore[attr-defined]
+    print(f"\n{mode} / {fault}: {cell.seconds:.1f} s")
+    print(table(HEADERS, mine))
+
+    if fault not in ("none", "lost answers"):
+        assert cell.window.events == 1, "the fault was never injected"
+    assert not cell.evidence, "\n".join(cell.evidence)
+    assert cell.consistent
