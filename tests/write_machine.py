@@ -453,10 +453,13 @@ class WriteMachine(RuleBasedStateMachine):
         there, where Placement holds what the cache holds (a re-creation inside cache_ttl is
         kept out of the generator): None, nothing to compare.
         """
+        uuid_ = key.split(":", 1)[1]
         for step in self.trace.client_steps():
             if not step.label.startswith("GET"):
                 return None
-            if key in step.before:
+            # The GET of this consumer (a batch reads its consumers one by one, and
+            # another writer may act between two of those reads).
+            if uuid_ in step.label and key in step.before:
                 return step.before[key].content
         return None
 

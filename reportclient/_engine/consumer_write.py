@@ -366,9 +366,16 @@ def consumer_evidence(
         as_written = state.exists and state.allocations == write.allocations
     else:
         as_written = not state.allocations  # an empty write deletes the consumer
+    seen = state.generation
+    if seen is not None and not state.allocations and state.project_id is None:
+        # A generation taken from a conflict's "expected N" for a consumer the
+        # read showed missing (Placement's invisible empty record, see read())
+        # says what the next write should carry, not what landed: the consumer
+        # may as well have been deleted since the conflict. Missing it is.
+        seen = None
     return Evidence(
         carried=write.consumer_generation,
-        seen=state.generation,
+        seen=seen,
         as_premised=state.allocations == premise,
         as_written=as_written,
     )

@@ -28,6 +28,13 @@ happened", :attr:`Fate.PENDING`), and one deleted after the write landed and
 re-created to exactly N+1 with other content (taken for "one other write",
 :attr:`Fate.NOT_LANDED`). Each needs a delete, a re-creation and the right
 number of writes inside one round trip.
+
+A third window is not the fate rule's but the generation guard's own: a
+subject deleted and re-created back to exactly the generation a write
+carries, between the read the write was computed from and the write, takes
+the write (README.rst, "Write semantics", the ABA column). No read can see
+it; the model checker (``tests/write_machine.py``) counts all three apart
+from violations.
 """
 
 from __future__ import annotations
