@@ -264,6 +264,13 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         self._cache.discard(self.consumer)
         self._hint = exc.server_generation
 
+    def landed_since(self, sent: Sent, exc: GenerationConflict) -> int | None:
+        """Placement's "expected N but got M": N - M writes landed since the read."""
+        carried, now = sent.write.consumer_generation, exc.server_generation
+        if carried is None or now is None or now <= carried:
+            return None
+        return now - carried
+
     def forget(self) -> None:
         """The lost write may have changed the consumer: nothing cached is known."""
         self._cache.discard(self.consumer)

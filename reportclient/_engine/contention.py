@@ -13,7 +13,9 @@ conflict; a policy of the caller's own may ignore it):
 
 * it starts at two read-compute-write cycles of this write, as measured: the
   other writer needs about one to land, and collisions thin out once the
-  window is twice as long;
+  window is twice as long; times the writes that landed during the cycle,
+  when the conflict says (a consumer's "expected N but got M"), as each is
+  one more writer to make room for;
 * it doubles with each contended conflict of the operation;
 * what an operation needed is remembered for its subject (halved: the next
   operation starts below it and doubles up only if it must), so a subject
@@ -53,15 +55,20 @@ class ContentionMemory:
         self._lock = threading.Lock()
         self._windows: dict[str, float] = {}
 
-    def window(self, subject: str, cycle: float, conflicts: int) -> float:
+    def window(
+        self, subject: str, cycle: float, conflicts: int, landed: int | None = None
+    ) -> float:
         """The window to suggest after the ``conflicts``-th contended conflict of an operation.
 
         :param cycle: seconds from the read the failed write was computed
             from to the conflict's answer.
+        :param landed: writes that landed on the subject during that cycle,
+            when the conflict says (a consumer's "expected N"); each is one
+            more writer to make room for.
         """
         with self._lock:
             remembered = self._windows.get(subject, 0.0)
-        start = max(MIN_WINDOW, 2 * cycle, remembered)
+        start = max(max(MIN_WINDOW, 2 * cycle) * max(1, landed or 1), remembered)
         return float(start * 2 ** max(0, conflicts - 1))
 
     def done(self, subject: str, needed: float | None) -> None:

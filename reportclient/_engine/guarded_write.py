@@ -141,6 +141,10 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
     def conflicted(self, sent: SentT, exc: GenerationConflict) -> None:
         """Learn from a conflict (forget cached state, read hints in its detail)."""
 
+    def landed_since(self, sent: SentT, exc: GenerationConflict) -> int | None:
+        """How many writes landed between ``sent``'s read and its conflict, if the conflict says."""
+        return None
+
     def look_after_conflict(self, sent: SentT) -> tuple[StateT, bool] | None:
         """Read at once after a conflict, and say whether writers contend on what ``sent`` changes.
 
@@ -203,7 +207,9 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             if self._memory is not None and (self.contended or not stale):
                 self._contended_conflicts += 1
                 cycle = self._memory.clock() - began
-                self._window = self._memory.window(self.subject, cycle, self._contended_conflicts)
+                self._window = self._memory.window(
+                    self.subject, cycle, self._contended_conflicts, self.landed_since(planned, exc)
+                )
                 exc.backoff_hint = self._window
             raise
         except PlacementUnavailable as exc:

@@ -1,0 +1,112 @@
+"""Which conflicts wait, and for how long: the engine's window, pinned.
+
+The policy decides when (its wait takes a uniform share of the engine's
+window, ``backoff_hint``); the engine decides what and suggests how long,
+from what the conflict and its own history on the subject tell it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import reportclient
+from reportclient._engine.contention import MIN_WINDOW, ContentionMemory
+from tests.unit.conftest import (
+    NO_CONTENT,
+    PROJECT,
+    URL,
+    USER,
+    allocations_body,
+    consumer_conflict,
+)
+
+S = "consumer 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+
+
+def test_the_first_window_is_two_cycles_and_never_below_the_floor():
+    memory = ContentionMemory()
+    assert memory.window(S, cycle=0.1, conflicts=1) == pytest.approx(0.2)
+    assert memory.window(S, cycle=0.001, conflicts=1) == MIN_WINDOW
+
+
+def test_the_window_doubles_with_each_contended_conflict_of_the_operation():
+    memory = ContentionMemory()
+    assert [memory.window(S, 0.1, n) for n in (1, 2, 3)] == pytest.approx([0.2, 0.4, 0.8])
+
+
+def test_each_write_that_landed_during_the_cycle_widens_the_window():
+    memory = ContentionMemory()
+    assert memory.window(S, 0.1, 1, landed=3) == pytest.approx(0.6)
+    assert memory.window(S, 0.001, 1, landed=3) == pytest.approx(3 * MIN_WINDOW)
+    assert memory.window(S, 0.1, 1, landed=1) == pytest.approx(0.2)
+
+
+def test_a_subject_remembers_half_of_what_its_last_operation_needed():
+    memory = ContentionMemory()
+    memory.done(S, needed=1.6)
+    assert memory.window(S, 0.1, 1) == pytest.approx(0.8)
+    assert memory.window("consumer other", 0.1, 1) == pytest.approx(0.2)
+
+
+def test_operations_without_a_conflict_halve_the_memory_until_it_is_forgotten():
+    memory = ContentionMemory()
+    memory.done(S, needed=0.4)  # remembers 0.2
+    memory.done(S, needed=None)  # 0.1
+    assert memory.window(S, 0.001, 1) == pytest.approx(0.1)
+    memory.done(S, needed=None)  # 0.05: the floor; forgotten
+    assert memory.window(S, 0.001, 1) == MIN_WINDOW
+
+
+# -- end to end on requests-mock: which conflicts wait ------------------------------------
+
+
+def test_a_stale_cache_is_re_read_at_once_and_carries_no_window(wire, cached_client, consumer, rp):
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        [NO_CONTENT, consumer_conflict("2", "1"), NO_CONTENT],
+    )
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 2))
+    sleeps: list[float] = []
+    cached_client._retry = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
+    cached_client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    cached_client.update_allocations(
+        consumer,
+        reportclient.add_allocations({rp: {"VCPU": 1}}),
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    assert sleeps == [0.0]
+
+
+def test_contention_seen_by_a_conflict_scales_the_wait(wire, client, sleeps, consumer, rp):
+    """Three writes landed between the read and the write: room for three more writers."""
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("4", "1"), NO_CONTENT])
+
+    client.update_allocations(
+        consumer,
+        reportclient.add_allocations({rp: {"VCPU": 1}}),
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    assert sleeps == [pytest.approx(0.5 * 3 * MIN_WINDOW)]
+
+
+def test_a_policy_of_the_callers_own_decides_when_whatever_the_hint(wire, consumer, rp):
+    sleeps: list[float] = []
+    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
+    mine = policy.copy(wait=reportclient.wait_full_jitter(base=2.0, rand=lambda: 0.5))
+    client = reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=mine, clock=lambda: 0.0
+    )
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("2", "1"), NO_CONTENT])
+
+    client.update_allocations(
+        consumer, reportclient.add_allocations({rp: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
+    )
+
+    assert sleeps == [1.0]
