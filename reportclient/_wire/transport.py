@@ -11,6 +11,7 @@ repeat and keep whatever retries the operator configured.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import re
@@ -25,6 +26,7 @@ import requests
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import base as ks_identity
 
 from reportclient._model.microversions import CONSUMER_GENERATION_VERSION, MAX_VERSION, Microversion
 from reportclient._wire.failures import (
@@ -32,6 +34,7 @@ from reportclient._wire.failures import (
     Kind,
     TransportFailure,
     classify,
+    redact,
     refuse_write_replays,
 )
 from reportclient._wire.negotiation import (
@@ -56,12 +59,19 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Reply",
     "Transport",
+    "accepting_json",
     "size_pool",
     "validate_request_id",
     "validate_timeout",
 ]
 
-LOG = logging.getLogger("reportclient")
+#: One DEBUG line per request and per failure to get an answer.
+LOG = logging.getLogger("reportclient.wire")
+
+# Asked for on every request, as OpenStack's clients do: what comes back,
+# errors included, is then JSON wherever the server (or webob beneath it)
+# decides by the Accept header.
+_ACCEPT = {"Accept": "application/json"}
 
 #: (connect, read) seconds. A stalled server must not hold a scheduler
 #: thread forever; the read timeout is generous because a write that times
@@ -123,6 +133,43 @@ def validate_request_id(value: str | None) -> str | None:
     return value
 
 
+def accepting_json(adapter: ks_adapter.Adapter) -> ks_adapter.Adapter:
+    """``adapter``, or a shallow copy of it, that sends ``Accept: application/json``.
+
+    keystoneauth adds an Adapter's ``additional_headers`` to each request, so
+    no call builds the header. The caller's Adapter is copied rather than
+    changed: an openstacksdk Connection's is shared with everything else it
+    does. The copy shares the Session, the auth plugin and their state.
+    """
+    headers = adapter.additional_headers or {}
+    if any(name.lower() == "accept" for name in headers):
+        return adapter
+    own = copy.copy(adapter)
+    own.additional_headers = {**headers, **_ACCEPT}
+    return own
+
+
+def _authenticating_at(adapter: ks_adapter.Adapter, *, token_expiring: bool) -> str | None:
+    """Keystone's URL when a request that failed must have failed on its way to Keystone.
+
+    keystoneauth gets a token before it looks Placement up or sends it
+    anything, so a failure while the identity plugin holds no token was
+    Keystone's. With ``token_expiring``, a token about to be refreshed counts
+    as none: fit for telling whom a connection failure was with, but not for
+    a lost answer, where the token may have expired since the request went
+    out and calling it Keystone's would wrongly say nothing reached Placement.
+    """
+    plugin = adapter.auth or adapter.session.auth
+    if not isinstance(plugin, ks_identity.BaseIdentityPlugin):
+        return None  # a fixed token (admin_token, noauth2): no Keystone involved
+    ref = plugin.auth_ref
+    if ref is not None and not (
+        token_expiring and ref.will_expire_soon(plugin.MIN_TOKEN_LIFE_SECONDS)
+    ):
+        return None
+    return redact(str(plugin.auth_url))
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A successful response: status, parsed JSON body (or None), request id."""
@@ -156,7 +203,7 @@ class Transport:
     ) -> None:
         self._timeout = validate_timeout(timeout)
         refuse_write_replays(adapter)
-        self._adapter = adapter
+        self._adapter = accepting_json(adapter)
         self._lock = threading.Lock()
         self._version: Microversion | None = None
         if microversion is not None:
@@ -345,6 +392,19 @@ class Transport:
     ) -> PlacementError:
         """The exception for a request that got no answer."""
         where: dict[str, Any] = {"method": method, "url": path, "consumer_uuid": consumer_uuid}
+        keystone = None
+        if failure.kind in (Kind.CONNECT, Kind.READ_TIMEOUT, Kind.LOST):
+            keystone = _authenticating_at(
+                self._adapter, token_expiring=failure.kind is Kind.CONNECT
+            )
+        if keystone is not None:
+            # Retriable like Placement being down, but nothing reached Placement.
+            return PlacementUnavailable(
+                f"could not reach Keystone at {keystone} to authenticate "
+                f"({failure.kind.value}: {failure.detail}); nothing was sent to Placement",
+                outcome_unknown=False,
+                **where,
+            )
         if failure.kind is Kind.AUTH:
             return PlacementAuthError(f"authentication failed: {failure.detail}", **where)
         if failure.kind is Kind.ENDPOINT:
