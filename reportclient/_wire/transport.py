@@ -393,16 +393,26 @@ class Transport:
         """The exception for a request that got no answer."""
         where: dict[str, Any] = {"method": method, "url": path, "consumer_uuid": consumer_uuid}
         keystone = None
-        if failure.kind in (Kind.CONNECT, Kind.READ_TIMEOUT, Kind.LOST):
+        if failure.kind in (Kind.CONNECT, Kind.READ_TIMEOUT, Kind.LOST, Kind.ENDPOINT):
             keystone = _authenticating_at(
-                self._adapter, token_expiring=failure.kind is Kind.CONNECT
+                self._adapter, token_expiring=failure.kind in (Kind.CONNECT, Kind.ENDPOINT)
             )
-        if keystone is not None:
+        # keystoneauth words an unreachable Keystone behind an auth_url with
+        # no version as a discovery failure; the connection error is below it.
+        unreachable = failure.kind is not Kind.ENDPOINT or any(
+            name.endswith((".ConnectFailure", ".ConnectTimeout")) for name in failure.cause.chain
+        )
+        if keystone is not None and unreachable:
             # Retriable like Placement being down, but nothing reached Placement.
             return PlacementUnavailable(
                 f"could not reach Keystone at {keystone} to authenticate "
                 f"({failure.kind.value}: {failure.detail}); nothing was sent to Placement",
                 outcome_unknown=False,
+                **where,
+            )
+        if keystone is not None:
+            return PlacementEndpointError(
+                f"Keystone at {keystone} could not be used to authenticate: {failure.detail}",
                 **where,
             )
         if failure.kind is Kind.AUTH:
