@@ -46,8 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG)
     else:
-        # The demo narrates each exchange itself; retry warnings would repeat it.
+        # The demo narrates each exchange itself; retry warnings would repeat
+        # it, and so would the give-up of the story run without retries.
         logging.getLogger("reportclient").setLevel(logging.ERROR)
+        logging.getLogger("reportclient.retry").setLevel(logging.CRITICAL)
     from reportclient._demo import run_demo
 
     try:
