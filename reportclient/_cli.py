@@ -39,15 +39,20 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = _parser().parse_args(argv)
+    root, retries = logging.getLogger("reportclient"), logging.getLogger("reportclient.retry")
+    # Set for the demo only: a caller of main() (a test) keeps its own levels.
+    saved = root.level, retries.level
+    handler: logging.Handler | None = None
     if args.verbose:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logger = logging.getLogger("reportclient")
-        logger.addHandler(handler)
-        logger.setLevel(logging.DEBUG)
+        root.addHandler(handler)
+        root.setLevel(logging.DEBUG)
     else:
-        # The demo narrates each exchange itself; retry warnings would repeat it.
-        logging.getLogger("reportclient").setLevel(logging.ERROR)
+        # The demo narrates each exchange itself; retry warnings would repeat
+        # it, and so would the give-up of the story run without retries.
+        root.setLevel(logging.ERROR)
+        retries.setLevel(logging.CRITICAL)
     from reportclient._demo import run_demo
 
     try:
@@ -55,6 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RuntimeError as exc:
         print(f"reportclient demo: {exc}", file=sys.stderr)
         return 2
+    finally:
+        root.setLevel(saved[0])
+        retries.setLevel(saved[1])
+        if handler is not None:
+            root.removeHandler(handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,6 +13,7 @@ imported by the ``reportclient`` console script.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -72,7 +73,13 @@ def open_backend(kind: str, url: str | None, token: str) -> Iterator[Backend]:
     if url is not None:
         yield Backend(f"Placement at {url}", url.rstrip("/"), token)
     elif kind == "fake":
-        from reportclient.fixture import FakePlacement
+        try:
+            from reportclient.fixture import FakePlacement
+        except ImportError as exc:
+            raise RuntimeError(
+                f"--placement fake needs the 'fixture' extra ({exc.name} is missing): "
+                "pip install 'reportclient[fixture]'"
+            ) from exc
 
         fake = FakePlacement()
         adapter = fake.transport_adapter()
@@ -83,13 +90,19 @@ def open_backend(kind: str, url: str | None, token: str) -> Iterator[Backend]:
             lambda session: session.mount(fake.url, adapter),
         )
     else:
-        try:
-            from reportclient.testing import EmbeddedPlacement
-        except ImportError as exc:  # pragma: no cover - depends on the install
+        # The embedded Placement imports its server stack only when it
+        # starts; look for it first, so a missing extra is a sentence naming
+        # what to install rather than a ModuleNotFoundError from inside it.
+        missing = [m for m in ("placement", "oslo_db") if importlib.util.find_spec(m) is None]
+        if missing:
             raise RuntimeError(
-                "the embedded Placement needs the 'placement' extra: "
-                "pip install 'reportclient[placement]' (or run: tox -e demo)"
-            ) from exc
+                f"the embedded Placement needs the 'placement' extra ({', '.join(missing)} "
+                "not installed): pip install 'reportclient[placement]' (or run: tox -e demo); "
+                "--placement fake needs only 'reportclient[fixture]', and --url uses a "
+                "Placement you already run"
+            )
+        from reportclient.testing import EmbeddedPlacement
+
         with EmbeddedPlacement() as placement:
             yield Backend(
                 f"the real openstack-placement, embedded at {placement.url}",

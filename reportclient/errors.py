@@ -105,6 +105,12 @@ class PlacementError(Exception):
         self.consumer_uuid = consumer_uuid
 
     def __str__(self) -> str:
+        if self.request_id is None and self.status is None and not (self.method or self.url):
+            # Decided without a request of its own (a local check, the
+            # configuration, or a verdict on what earlier reads returned):
+            # naming a request would send an operator to Placement's logs
+            # for one that does not exist.
+            return self._unsent(self.message)
         parts = [f"Request {self.request_id or '(no request id)'}:"]
         if self.method and self.url:
             parts.append(f"{self.method} {self.url}")
@@ -117,6 +123,9 @@ class PlacementError(Exception):
             parts.append(f"(consumer {self.consumer_uuid})")
         return " ".join(parts)
 
+    def _unsent(self, message: str) -> str:
+        return f"{message} (consumer {self.consumer_uuid})" if self.consumer_uuid else message
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(status={self.status!r}, code={self.code!r}, "
@@ -126,6 +135,9 @@ class PlacementError(Exception):
 
 class InvalidInput(PlacementError, ValueError):
     """The caller's input is malformed; nothing was sent."""
+
+    def _unsent(self, message: str) -> str:
+        return f"Refused locally, before any request: {super()._unsent(message)}"
 
 
 class AllocationsNotHeld(InvalidInput):

@@ -47,7 +47,10 @@ from reportclient.errors import (
 
 __all__ = ["Done", "GuardedWrite", "run_attempts"]
 
-LOG = logging.getLogger("reportclient")
+#: Decisions about an operation's fate (a lost answer settled by a read).
+LOG = logging.getLogger("reportclient.engine")
+#: Each retry and each give-up.
+RETRY_LOG = logging.getLogger("reportclient.retry")
 
 StateT = TypeVar("StateT")
 SentT = TypeVar("SentT")
@@ -333,7 +336,9 @@ def run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retryi
     except _RETRIABLE as exc:
         if not retriable(exc):
             raise
-        LOG.error("%s: giving up after %d attempt(s): %s", write.subject, next(numbers) - 1, exc)
+        RETRY_LOG.error(
+            "%s: giving up after %d attempt(s): %s", write.subject, next(numbers) - 1, exc
+        )
         if write.pending:
             raise write.still_pending(exc) from exc
         raise
@@ -369,7 +374,7 @@ def _operation_policy(
 
     def log_retry(state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        LOG.log(
+        RETRY_LOG.log(
             logging.DEBUG if routine(exc) else logging.WARNING,
             "%s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
             write.subject,

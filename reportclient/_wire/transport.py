@@ -11,6 +11,7 @@ repeat and keep whatever retries the operator configured.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import re
@@ -26,6 +27,7 @@ import requests
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import base as ks_identity
 
 from reportclient._model.microversions import CONSUMER_GENERATION_VERSION, MAX_VERSION, Microversion
 from reportclient._wire.failures import (
@@ -33,6 +35,7 @@ from reportclient._wire.failures import (
     Kind,
     TransportFailure,
     classify,
+    redact,
     refuse_write_replays,
 )
 from reportclient._wire.negotiation import (
@@ -57,12 +60,19 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Reply",
     "Transport",
+    "accepting_json",
     "size_pool",
     "validate_request_id",
     "validate_timeout",
 ]
 
-LOG = logging.getLogger("reportclient")
+#: One DEBUG line per request and per failure to get an answer.
+LOG = logging.getLogger("reportclient.wire")
+
+# Asked for on every request, as OpenStack's clients do: what comes back,
+# errors included, is then JSON wherever the server (or webob beneath it)
+# decides by the Accept header.
+_ACCEPT = {"Accept": "application/json"}
 
 #: (connect, read) seconds. A stalled server must not hold a scheduler
 #: thread forever; the read timeout is generous because a write that times
@@ -128,6 +138,43 @@ def validate_request_id(value: str | None) -> str | None:
 _UNSAFE_HEADERS = frozenset({"set-cookie", "x-subject-token", "x-auth-token"})
 
 
+def accepting_json(adapter: ks_adapter.Adapter) -> ks_adapter.Adapter:
+    """``adapter``, or a shallow copy of it, that sends ``Accept: application/json``.
+
+    keystoneauth adds an Adapter's ``additional_headers`` to each request, so
+    no call builds the header. The caller's Adapter is copied rather than
+    changed: an openstacksdk Connection's is shared with everything else it
+    does. The copy shares the Session, the auth plugin and their state.
+    """
+    headers = adapter.additional_headers or {}
+    if any(name.lower() == "accept" for name in headers):
+        return adapter
+    own = copy.copy(adapter)
+    own.additional_headers = {**headers, **_ACCEPT}
+    return own
+
+
+def _authenticating_at(adapter: ks_adapter.Adapter, *, token_expiring: bool) -> str | None:
+    """Keystone's URL when a request that failed must have failed on its way to Keystone.
+
+    keystoneauth gets a token before it looks Placement up or sends it
+    anything, so a failure while the identity plugin holds no token was
+    Keystone's. With ``token_expiring``, a token about to be refreshed counts
+    as none: fit for telling whom a connection failure was with, but not for
+    a lost answer, where the token may have expired since the request went
+    out and calling it Keystone's would wrongly say nothing reached Placement.
+    """
+    plugin = adapter.auth or adapter.session.auth
+    if not isinstance(plugin, ks_identity.BaseIdentityPlugin):
+        return None  # a fixed token (admin_token, noauth2): no Keystone involved
+    ref = plugin.auth_ref
+    if ref is not None and not (
+        token_expiring and ref.will_expire_soon(plugin.MIN_TOKEN_LIFE_SECONDS)
+    ):
+        return None
+    return redact(str(plugin.auth_url))
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A successful response: status, parsed JSON body (or None), request id.
@@ -167,7 +214,7 @@ class Transport:
     ) -> None:
         self._timeout = validate_timeout(timeout)
         refuse_write_replays(adapter)
-        self._adapter = adapter
+        self._adapter = accepting_json(adapter)
         self._lock = threading.Lock()
         self._version: Microversion | None = None
         if microversion is not None:
@@ -401,6 +448,29 @@ class Transport:
     ) -> PlacementError:
         """The exception for a request that got no answer."""
         where: dict[str, Any] = {"method": method, "url": path, "consumer_uuid": consumer_uuid}
+        keystone = None
+        if failure.kind in (Kind.CONNECT, Kind.READ_TIMEOUT, Kind.LOST, Kind.ENDPOINT):
+            keystone = _authenticating_at(
+                self._adapter, token_expiring=failure.kind in (Kind.CONNECT, Kind.ENDPOINT)
+            )
+        # keystoneauth words an unreachable Keystone behind an auth_url with
+        # no version as a discovery failure; the connection error is below it.
+        unreachable = failure.kind is not Kind.ENDPOINT or any(
+            name.endswith((".ConnectFailure", ".ConnectTimeout")) for name in failure.cause.chain
+        )
+        if keystone is not None and unreachable:
+            # Retriable like Placement being down, but nothing reached Placement.
+            return PlacementUnavailable(
+                f"could not reach Keystone at {keystone} to authenticate "
+                f"({failure.kind.value}: {failure.detail}); nothing was sent to Placement",
+                outcome_unknown=False,
+                **where,
+            )
+        if keystone is not None:
+            return PlacementEndpointError(
+                f"Keystone at {keystone} could not be used to authenticate: {failure.detail}",
+                **where,
+            )
         if failure.kind is Kind.AUTH:
             return PlacementAuthError(f"authentication failed: {failure.detail}", **where)
         if failure.kind is Kind.ENDPOINT:

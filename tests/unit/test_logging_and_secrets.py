@@ -21,7 +21,7 @@ def test_each_request_is_logged_at_debug_with_method_path_status_version_and_id(
     with caplog.at_level(logging.DEBUG, logger="reportclient"):
         client.get_allocations(consumer)
 
-    lines = [r.getMessage() for r in caplog.records if r.name == "reportclient"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "reportclient.wire"]
     assert len(lines) == 1
     line = lines[0]
     assert f"GET /allocations/{consumer} -> 200" in line

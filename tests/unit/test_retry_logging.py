@@ -33,14 +33,18 @@ def retry_records(caplog, level=None):
     return [
         r
         for r in caplog.records
-        if r.name == "reportclient"
+        if r.name == "reportclient.retry"
         and "failed:" in r.getMessage()
         and (level is None or r.levelno == level)
     ]
 
 
 def at_least_warning(caplog):
-    return [r for r in caplog.records if r.name == "reportclient" and r.levelno >= logging.WARNING]
+    return [
+        r
+        for r in caplog.records
+        if r.name.startswith("reportclient") and r.levelno >= logging.WARNING
+    ]
 
 
 def test_stale_cache_reread_is_logged_at_debug_and_not_slept(

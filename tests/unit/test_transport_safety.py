@@ -607,7 +607,7 @@ def test_no_token_or_library_exception_is_reachable_from_a_transport_failure(
     assert isinstance(err.value.__cause__, TransportFailure)
     assert err.value.__context__ is None
     assert_secret_free(err.value)
-    assert [r for r in caplog.records if r.name == "reportclient"]
+    assert [r for r in caplog.records if r.name == "reportclient.wire"]
     assert SECRET not in caplog.text
 
 
