@@ -1,32 +1,36 @@
-"""How long writers that collided on one subject need to spread out, learned per subject.
+"""How long writers that collided on one subject wait before trying again.
 
-A conflict on a write computed from a state just read means writers contend,
-and they need a window to take turns in. A fixed window cannot suit every
-level of contention (measured on 4 gunicorn workers over MariaDB, one
-consumer updated by N writers, nova's client beside: a 3 s first window
-kept Placement's CPU per update at or below nova's at 16 and 64 writers but
-gave 2 writers a p99 of 1.4 s against nova's 0.8 s; a 0.2 s one gave 2
-writers 24.6 updates/s and a p99 of 0.2 s but cost 52.5 ms of Placement CPU
-per update at 16 writers against nova's 33). So the engine suggests the
-window, and the policy's wait uses the suggestion (``backoff_hint`` on the
-conflict; a policy of the caller's own may ignore it):
+A conflict on a write computed from a state just read means writers
+contend, and they need a window to take turns in; the engine suggests it
+(``backoff_hint`` on the conflict) and the default policy's wait takes a
+uniform share of it (a policy of the caller's own may ignore it). A fixed
+window cannot suit every level of contention. Measured on 4 gunicorn
+workers over MariaDB, N writers (one client each) adding to one consumer,
+nova's client beside (``bench/run.py --placement mariadb --contention-only
+--fixed-window --with-nova``): a fixed 3 s first window gave 2 writers 9-10
+updates/s and a p99 of 1.9-2.7 s where nova made 10-18 and 1.1-2.2 s;
+windows starting at 0.05 s and doubling made 25-39 updates/s with a p99 of
+0.3-0.6 s at 2 writers but cost 1.3-1.6x nova's Placement CPU per update at
+4 and 16, because the losers of one collision, retrying together inside a
+small window, collide again (70-80% of second attempts did).
 
-* it starts at two read-compute-write cycles of this write, as measured: the
-  other writer needs about one to land, and collisions thin out once the
-  window is twice as long; times the writes that landed during the cycle,
-  when the conflict says (a consumer's "expected N but got M"), as each is
-  one more writer to make room for;
-* it doubles with each contended conflict of the operation;
-* what an operation needed is remembered for its subject (halved: the next
-  operation starts below it and doubles up only if it must), so a subject
-  that sixteen writers hammer starts at a window that spreads sixteen, while
-  one two writers touch stays at a few cycles. A success without a conflict
-  halves the memory again, and it is forgotten once it falls to a cycle.
+So the window is shaped by what a conflict says about the crowd:
 
-This is additive-increase, multiplicative-decrease in spirit (doubling
-rather than adding, since a conflict says nothing about how many writers
-there are): hand-written because tenacity's waits see one operation's
-attempts, and the window has to carry from one operation to the next.
+* the first retry of an operation waits within ``MIN_WINDOW`` (1 s), or two
+  read-compute-write cycles if a cycle is longer; times the writes that
+  landed during the cycle when the conflict says (a consumer's "expected N
+  but got M": each is one more writer to make room for); or what this
+  client's last collisions on the subject needed, if that is more;
+* a second collision in one operation means a crowd: from there it waits
+  within ``CROWD_WINDOW`` (3 s), doubling per collision up to the policy's
+  cap (8 s), as wide as nova's scheduler client at that point;
+* the widest window an operation needed is remembered for its subject and
+  fades by half every ``HALF_LIFE`` seconds without a collision.
+
+With that shape the 2-writer case keeps its sub-second p99 and the
+16-writer case spends about nova's Placement CPU per update (README.rst,
+"Retry policy", has the table). Hand-written because tenacity's waits see
+one operation's attempts, not the conflict's detail or the subject's past.
 """
 
 from __future__ import annotations
@@ -35,13 +39,19 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["MIN_WINDOW", "ContentionMemory"]
+__all__ = ["CROWD_WINDOW", "HALF_LIFE", "MIN_WINDOW", "ContentionMemory"]
 
-#: The smallest window suggested, in seconds: below this, timer and
-#: scheduling noise (and an idle Placement's cycle of a few ms) dominate.
-MIN_WINDOW = 0.05
+#: The first retry's window, in seconds, unless a cycle, the writes that
+#: landed or the subject's past ask for more.
+MIN_WINDOW = 1.0
 # Subjects remembered at most; the least recently updated go first.
 _SIZE = 4096
+#: Seconds over which a remembered window halves when no collision renews it.
+HALF_LIFE = 30.0
+#: How much wider each further contended conflict of one operation makes its window.
+GROWTH = 2.0
+#: The window after a second contended conflict in one operation, in seconds.
+CROWD_WINDOW = 3.0
 
 
 class ContentionMemory:
@@ -53,7 +63,7 @@ class ContentionMemory:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self._lock = threading.Lock()
-        self._windows: dict[str, float] = {}
+        self._windows: dict[str, tuple[float, float]] = {}
 
     def window(
         self, subject: str, cycle: float, conflicts: int, landed: int | None = None
@@ -66,26 +76,39 @@ class ContentionMemory:
             when the conflict says (a consumer's "expected N"); each is one
             more writer to make room for.
         """
-        with self._lock:
-            remembered = self._windows.get(subject, 0.0)
-        start = max(max(MIN_WINDOW, 2 * cycle) * max(1, landed or 1), remembered)
-        return float(start * 2 ** max(0, conflicts - 1))
+        start = max(max(MIN_WINDOW, 2 * cycle) * max(1, landed or 1), self._remembered(subject))
+        if conflicts <= 1:
+            return float(start)
+        # Collided again after spreading: many writers, as many as the first
+        # window cannot tell. From here it widens from a window that spreads
+        # a crowd, as nova's scheduler client does (up to 2 s x attempt).
+        return float(max(start, CROWD_WINDOW) * GROWTH ** (conflicts - 2))
 
-    def done(self, subject: str, needed: float | None) -> None:
-        """The operation on ``subject`` succeeded; ``needed`` is its last window, if it had one."""
+    def _remembered(self, subject: str) -> float:
         with self._lock:
-            if needed is not None:
-                self._windows.pop(subject, None)
-                self._windows[subject] = needed / 2
-                if len(self._windows) > _SIZE + _SIZE // 4:
-                    # Trimmed in batches: popping a dict's oldest key one at a
-                    # time scans the holes earlier pops left.
-                    self._windows = dict(list(self._windows.items())[-_SIZE:])
-                return
-            remembered = self._windows.get(subject)
-            if remembered is None:
-                return
-            if remembered / 2 <= MIN_WINDOW:
-                del self._windows[subject]
-            else:
-                self._windows[subject] = remembered / 2
+            found = self._windows.get(subject)
+        if found is None:
+            return 0.0
+        window, when = found
+        return float(window * 0.5 ** ((self.clock() - when) / HALF_LIFE))
+
+    def done(self, subject: str, needed: float | None, conflicts: int = 0) -> None:
+        """The operation on ``subject`` succeeded after ``conflicts`` contended conflicts.
+
+        :param needed: the last window suggested to it, if any. An operation
+            that needed none leaves the memory to fade with time: most
+            operations on a hot subject get through at once, and the ones
+            that collide still need the window the others needed.
+        """
+        if needed is None or conflicts == 0:
+            return
+        # The widest window a recent operation needed: the losers of one
+        # collision retry together, and they need what the unluckiest needed.
+        keep = max(needed, self._remembered(subject))
+        with self._lock:
+            self._windows.pop(subject, None)
+            self._windows[subject] = (keep, self.clock())
+            if len(self._windows) > _SIZE + _SIZE // 4:
+                # Trimmed in batches: popping a dict's oldest key one at a
+                # time scans the holes earlier pops left.
+                self._windows = dict(list(self._windows.items())[-_SIZE:])

@@ -237,7 +237,7 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
     def succeeded(self) -> None:
         """Tell the contention memory what this operation needed."""
         if self._memory is not None:
-            self._memory.done(self.subject, self._window)
+            self._memory.done(self.subject, self._window, self._contended_conflicts)
 
     def still_pending(self, exc: PlacementError) -> OutcomeUnknown:
         """The error for giving up (``exc``) while a write of ours may still land."""

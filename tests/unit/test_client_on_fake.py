@@ -65,9 +65,9 @@ def test_server_side_conflicts_are_retried_until_the_write_lands(fake, client, r
         ("GET", 200),
         ("PUT", 204),
     ]
-    # Writers contend inside Placement: the engine's window, from its floor
-    # (the clock stands still), doubles with each conflict; rand pinned at 1.0.
-    assert sleeps == [0.05, 0.1, 0.2]
+    # Writers contend inside Placement: the engine's first window (1 s), then a
+    # crowd's (3 s), doubling; rand pinned at 1.0.
+    assert sleeps == [1.0, 3.0, 6.0]
     assert state.generation == fake.consumer_generation(consumer) == 1
 
 
@@ -197,7 +197,7 @@ def test_another_writer_between_read_and_write_is_seen_by_mutate_by_default(
         ("GET", 200),
         ("PUT", 204),
     ]
-    assert sleeps == [0.05]  # a write from a fresh read lost: contention, back off
+    assert sleeps == [1.0]  # a write from a fresh read lost: contention, back off
     assert fake.allocations(consumer) == {rp: {"VCPU": 2}, other_rp: {"VCPU": 2}}
     assert state.generation == fake.consumer_generation(consumer) == 3
 

@@ -10,12 +10,18 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from reportclient._engine.contention import MIN_WINDOW, ContentionMemory
+from reportclient._engine.contention import (
+    CROWD_WINDOW,
+    HALF_LIFE,
+    MIN_WINDOW,
+    ContentionMemory,
+)
 from tests.unit.conftest import (
     NO_CONTENT,
     PROJECT,
     URL,
     USER,
+    FakeClock,
     allocations_body,
     consumer_conflict,
 )
@@ -23,38 +29,47 @@ from tests.unit.conftest import (
 S = "consumer 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
 
-def test_the_first_window_is_two_cycles_and_never_below_the_floor():
+def test_the_first_retry_waits_within_the_floor_or_two_cycles_if_longer():
     memory = ContentionMemory()
-    assert memory.window(S, cycle=0.1, conflicts=1) == pytest.approx(0.2)
-    assert memory.window(S, cycle=0.001, conflicts=1) == MIN_WINDOW
+    assert memory.window(S, cycle=0.1, conflicts=1) == MIN_WINDOW
+    assert memory.window(S, cycle=0.8, conflicts=1) == pytest.approx(1.6)
 
 
-def test_the_window_doubles_with_each_contended_conflict_of_the_operation():
+def test_each_write_that_landed_during_the_cycle_widens_the_first_window():
     memory = ContentionMemory()
-    assert [memory.window(S, 0.1, n) for n in (1, 2, 3)] == pytest.approx([0.2, 0.4, 0.8])
+    assert memory.window(S, 0.1, 1, landed=3) == pytest.approx(3 * MIN_WINDOW)
+    assert memory.window(S, 0.1, 1, landed=1) == MIN_WINDOW
 
 
-def test_each_write_that_landed_during_the_cycle_widens_the_window():
+def test_a_second_collision_means_a_crowd_and_the_window_then_doubles():
     memory = ContentionMemory()
-    assert memory.window(S, 0.1, 1, landed=3) == pytest.approx(0.6)
-    assert memory.window(S, 0.001, 1, landed=3) == pytest.approx(3 * MIN_WINDOW)
-    assert memory.window(S, 0.1, 1, landed=1) == pytest.approx(0.2)
+    windows = [memory.window(S, 0.1, n) for n in (2, 3, 4)]
+    assert windows == pytest.approx([CROWD_WINDOW, 2 * CROWD_WINDOW, 4 * CROWD_WINDOW])
 
 
-def test_a_subject_remembers_half_of_what_its_last_operation_needed():
+def test_a_subject_remembers_the_widest_window_an_operation_needed():
+    clock = FakeClock()
+    memory = ContentionMemory(clock)
+    memory.done(S, needed=6.0, conflicts=3)
+    memory.done(S, needed=1.0, conflicts=1)  # a narrower one does not replace it
+    assert memory.window(S, 0.1, 1) == pytest.approx(6.0)
+    assert memory.window("consumer other", 0.1, 1) == MIN_WINDOW
+
+
+def test_a_remembered_window_fades_by_half_per_half_life():
+    clock = FakeClock()
+    memory = ContentionMemory(clock)
+    memory.done(S, needed=8.0, conflicts=2)
+    clock.advance(HALF_LIFE)
+    assert memory.window(S, 0.1, 1) == pytest.approx(4.0)
+    clock.advance(2 * HALF_LIFE)
+    assert memory.window(S, 0.1, 1) == MIN_WINDOW  # 1.0 remembered: the floor again
+
+
+def test_an_operation_without_a_collision_leaves_the_memory_to_fade():
     memory = ContentionMemory()
-    memory.done(S, needed=1.6)
-    assert memory.window(S, 0.1, 1) == pytest.approx(0.8)
-    assert memory.window("consumer other", 0.1, 1) == pytest.approx(0.2)
-
-
-def test_operations_without_a_conflict_halve_the_memory_until_it_is_forgotten():
-    memory = ContentionMemory()
-    memory.done(S, needed=0.4)  # remembers 0.2
-    memory.done(S, needed=None)  # 0.1
-    assert memory.window(S, 0.001, 1) == pytest.approx(0.1)
-    memory.done(S, needed=None)  # 0.05: the floor; forgotten
-    assert memory.window(S, 0.001, 1) == MIN_WINDOW
+    memory.done(S, needed=None, conflicts=0)
+    assert memory.window(S, 0.1, 1) == MIN_WINDOW
 
 
 # -- end to end on requests-mock: which conflicts wait ------------------------------------
@@ -92,7 +107,7 @@ def test_contention_seen_by_a_conflict_scales_the_wait(wire, client, sleeps, con
         user_id=USER,
     )
 
-    assert sleeps == [pytest.approx(0.5 * 3 * MIN_WINDOW)]
+    assert sleeps == [pytest.approx(0.5 * 3 * MIN_WINDOW)]  # rand pinned at 0.5
 
 
 def test_a_policy_of_the_callers_own_decides_when_whatever_the_hint(wire, consumer, rp):

@@ -76,8 +76,8 @@ def test_inventory_conflict_rereads_and_keeps_the_class_another_writer_added(
         ("PUT", "inventories", 200),
     ]
     # computed from a fresh read: contention, so it backs off over the engine's
-    # window (its floor, 0.05 s, as the clock stands still), rand pinned at 0.5
-    assert sleeps == [0.025]
+    # first window (1 s), rand pinned at 0.5
+    assert sleeps == [0.5]
 
 
 def test_inventory_conflict_from_allocations_alone_is_retried_at_once(

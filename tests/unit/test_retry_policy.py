@@ -35,9 +35,9 @@ def test_spent_retries_raise_generation_conflict_with_attempts_and_exact_sleeps(
     assert err.value.attempts == 12
     assert "after 12 attempt(s)" in str(err.value)
     # the first stale generation re-reads at once; then full jitter pinned at
-    # 0.5 over the engine's window: its floor (0.05 s: the clock stands still)
-    # doubled with each contended conflict, capped at 8 s
-    assert sleeps == pytest.approx([0.0, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 4.0, 4.0])
+    # 0.5 over the engine's window: 1 s for the first contended conflict, a
+    # crowd's 3 s for the second, doubling, capped at 8 s
+    assert sleeps == pytest.approx([0.0, 0.5, 1.5, 3.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0])
     assert err.value.consumer_conflict
     assert err.value.code == "placement.concurrent_update"
     assert [r.method for r in wire.request_history].count("PUT") == 12
@@ -72,7 +72,7 @@ def test_server_side_concurrent_update_backs_off_from_the_first_retry(
 
     # not a stale guess: writers contend inside Placement, so it waits (half the
     # engine's first window) even though the write was computed from a guess
-    assert sleeps == [0.025]
+    assert sleeps == [0.5]
 
 
 def test_user_policy_replaces_the_default(wire, sleeps, consumer, rp):
@@ -191,9 +191,9 @@ def test_deadline_stops_retrying(wire, consumer, rp, monkeypatch):
         client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
     # sleeps 0 (stale generation), then the engine's window capped at 0.4:
-    # 0.05, 0.1, 0.2, 0.4, 0.4; the attempt failing at 1.15 is past the deadline
-    assert err.value.attempts == 7
-    assert clock[0] == pytest.approx(1.15)
+    # 0.4, 0.4, 0.4; the attempt failing at 1.2 is past the deadline
+    assert err.value.attempts == 5
+    assert clock[0] == pytest.approx(1.2)
 
 
 def test_wait_full_jitter_grows_and_caps():
