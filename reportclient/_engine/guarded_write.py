@@ -268,7 +268,14 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         unknown = [s for s, v in zip(self.pending, verdicts, strict=True) if v is Fate.UNKNOWN]
         open_write = Fate.PENDING in verdicts
         if self.idempotent:
-            result = self.holds(self.pending[-1], state, open_write)
+            try:
+                result = self.holds(self.pending[-1], state, open_write)
+            except Exception as exc:
+                if retriable(exc) or isinstance(exc, OutcomeUnknown):
+                    raise
+                # A caller's compute raised while judging: a write may still land.
+                why = f"the operation ended ({type(exc).__name__}: {exc}) while "
+                raise self.unknown(self.pending[-1], state, why) from exc
             if result is not None:
                 self.pending.clear()
                 return Done(result)

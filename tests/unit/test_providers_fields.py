@@ -378,3 +378,25 @@ def test_a_trusted_snapshot_confirmed_unchanged_costs_one_read_and_no_write(
     assert result.traits == {"HW_CPU_X86_AVX"}
     assert result.generation == fake.provider_generation(rp)  # not the cached one
     assert [(m, s) for m, _, s in wire(fake)] == [("GET", 200)]
+
+
+def test_idempotent_mutate_raising_while_a_lost_write_is_judged_is_outcome_unknown(
+    providers: ProviderClient, fake: FakePlacement, rp: str
+) -> None:
+    """The caller's function ends the operation while its write may have landed."""
+    calls: list[int] = []
+
+    def mutate(current: dict[str, Inventory]) -> dict[str, Inventory]:
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("the caller's function failed")
+        current["MEMORY_MB"] = Inventory(total=1024)
+        return current
+
+    fake.lose_next_response()
+
+    with pytest.raises(reportclient.OutcomeUnknown) as err:
+        providers.update_inventories(rp, mutate, idempotent=True)
+
+    assert isinstance(err.value.__cause__, RuntimeError)
+    assert set(fake.inventory(rp)) == {"VCPU", "MEMORY_MB"}  # it had landed, once
