@@ -6,10 +6,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tests.fuzz._backends import FakeSide, RealSide
+from tests.fuzz._backends import FakeSide, RealSide, Request
 from tests.fuzz._compare import Renamer, differences
 from tests.fuzz._declared import declared_for
-from tests.fuzz._steps import CHOSEN, Context, Step
+from tests.fuzz._steps import CHOSEN, PROLOGUE, Context, Step
 
 __all__ = ["COVERAGE", "Coverage", "Disagreement", "run_sequence"]
 
@@ -49,7 +49,9 @@ class Coverage:
 COVERAGE = Coverage()
 
 
-def run_sequence(real: RealSide, fake: FakeSide, steps: Sequence[Step]) -> None:
+def run_sequence(
+    real: RealSide, fake: FakeSide, steps: Sequence[Step], *, prologue: bool = True
+) -> None:
     """Send ``steps`` to fresh sides; raise :class:`Disagreement` at the first undeclared one.
 
     A declared difference ends the sequence: past it the two states may
@@ -61,12 +63,13 @@ def run_sequence(real: RealSide, fake: FakeSide, steps: Sequence[Step]) -> None:
     ctx = Context(real.send)
     names_real, names_fake = Renamer(CHOSEN), Renamer(CHOSEN)
     log: list[str] = []
-    for step in steps:
-        request = step.build(ctx)
+    planned: list[Step | Request] = [*(PROLOGUE if prologue else ()), *steps]
+    for step in planned:
+        request = step if isinstance(step, Request) else step.build(ctx)
         got_real = real.send(request)
         got_fake = fake.send(request)
         COVERAGE.requests += 1
-        COVERAGE.pairs.add((step.route, str(step.microversion)))
+        COVERAGE.pairs.add((request.route, str(request.microversion)))
         COVERAGE.statuses[got_real.status] += 1
         log.append(f"  {request.describe()}\n    -> real {got_real.status}, fake {got_fake.status}")
         found = differences(got_real, got_fake, names_real, names_fake)

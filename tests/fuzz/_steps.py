@@ -25,13 +25,15 @@ from hypothesis import strategies as st
 
 from tests.fuzz._backends import Answer, Request
 
-__all__ = ["ROUTES", "Context", "Step", "steps"]
+__all__ = ["PROLOGUE", "ROUTES", "Context", "Step", "steps"]
 
 RPS = (
     "11111111-1111-4111-8111-111111111111",
     "22222222-2222-4222-8222-222222222222",
     "33333333-3333-4333-8333-333333333333",
 )
+#: in the pool but never created by the prologue: a provider a sequence makes itself
+FRESH_RP = "44444444-4444-4444-8444-444444444444"
 MISSING_RP = "99999999-9999-4999-8999-999999999999"
 CONSUMERS = (
     "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa",
@@ -39,7 +41,7 @@ CONSUMERS = (
     "cccccccc-cccc-4ccc-8ccc-cccccccccccc",
 )
 AGGREGATES = ("dddddddd-dddd-4ddd-8ddd-dddddddddddd", "eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee")
-CHOSEN = frozenset((*RPS, MISSING_RP, *CONSUMERS, *AGGREGATES))
+CHOSEN = frozenset((*RPS, FRESH_RP, MISSING_RP, *CONSUMERS, *AGGREGATES))
 CLASSES = ("VCPU", "MEMORY_MB", "DISK_GB", "CUSTOM_A", "CUSTOM_B")
 BAD_CLASSES = ("vcpu", "CUSTOM_", "NOT_A_CLASS", "CUSTOM_NEVER_MADE")
 TRAITS = ("HW_CPU_X86_AVX", "HW_CPU_X86_SSE", "CUSTOM_T1", "CUSTOM_T2")
@@ -48,6 +50,45 @@ NAMES = ("rp-a", "rp-b", "", "x" * 201)
 VERSIONS = tuple(f"1.{minor}" for minor in range(40))
 
 CURRENT = "current"  # a generation choice: read it from the real service first
+
+
+def _prologue() -> tuple[Request, ...]:
+    """A small world most sequences start from: a tree, a sharing-ish root, classes, traits."""
+
+    def make(method: str, path: str, doc: Any = None) -> Request:
+        return Request.make(method, path, route="(prologue)", microversion="1.39", json_body=doc)
+
+    def inventory(rp: str, totals: dict[str, int]) -> Request:
+        doc = {
+            "inventories": {rc: {"total": n} for rc, n in totals.items()},
+            "resource_provider_generation": 0,
+        }
+        return make("PUT", f"/resource_providers/{rp}/inventories", doc)
+
+    return (
+        make("POST", "/resource_providers", {"name": "rp-a", "uuid": RPS[0]}),
+        make(
+            "POST",
+            "/resource_providers",
+            {"name": "rp-b", "uuid": RPS[1], "parent_provider_uuid": RPS[0]},
+        ),
+        make("POST", "/resource_providers", {"name": "rp-c", "uuid": RPS[2]}),
+        make("PUT", "/resource_classes/CUSTOM_A"),
+        make("PUT", "/traits/CUSTOM_T1"),
+        inventory(RPS[0], {"VCPU": 8, "MEMORY_MB": 1024}),
+        inventory(RPS[1], {"DISK_GB": 100, "CUSTOM_A": 4}),
+        inventory(RPS[2], {"VCPU": 4}),
+        make(
+            "PUT",
+            f"/resource_providers/{RPS[0]}/traits",
+            {"traits": ["HW_CPU_X86_AVX"], "resource_provider_generation": 1},
+        ),
+        make(
+            "PUT",
+            f"/resource_providers/{RPS[2]}/aggregates",
+            {"aggregates": [AGGREGATES[0]], "resource_provider_generation": 1},
+        ),
+    )
 
 
 def _hostile_uuid(rp: str) -> str:
@@ -115,6 +156,9 @@ def _req(step: Step, method: str, path: str, **kw: Any) -> Request:
     return Request.make(
         method, path, route=step.route, microversion=step.microversion, headers=headers, **kw
     )
+
+
+PROLOGUE = _prologue()
 
 
 # -- builders, one per route key ----------------------------------------------------------
@@ -327,7 +371,7 @@ def _raw(step: Step, ctx: Context) -> Request:
 
 
 # -- strategies --------------------------------------------------------------------------
-_rp = st.sampled_from((*RPS, *RPS, MISSING_RP))
+_rp = st.sampled_from((*RPS, *RPS, *RPS, FRESH_RP, MISSING_RP))
 _rp_or_hostile = st.one_of(_rp, st.sampled_from((_hostile_uuid(RPS[0]), "not-a-uuid")))
 _consumer = st.sampled_from(CONSUMERS)
 _rc = st.sampled_from((*CLASSES, *CLASSES, *BAD_CLASSES))
@@ -427,7 +471,7 @@ ROUTES: dict[str, tuple[st.SearchStrategy[Step], Callable[[Step, Context], Reque
         _step(
             "POST /resource_providers",
             name=st.sampled_from((*NAMES, None, "rp-a")),
-            uuid=st.sampled_from((*RPS, *RPS, None, _hostile_uuid(RPS[1]), "bad")),
+            uuid=st.sampled_from((FRESH_RP, FRESH_RP, *RPS, None, _hostile_uuid(RPS[1]), "bad")),
             parent=st.sampled_from((None, None, *RPS, MISSING_RP)),
             extra=st.sampled_from((False, False, False, True)),
         ),
