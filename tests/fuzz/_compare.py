@@ -1,0 +1,91 @@
+"""Comparing one answer of the fake with the real service's answer to the same request.
+
+What is compared: status, Placement's error code and detail, the JSON body
+(lists as multisets, request ids dropped, uuids a server made up replaced by
+the order in which they first appeared), and the headers a client reads:
+content-type, location, openstack-api-version, vary, allow, and whether
+last-modified and cache-control are present (their values are clocks).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fuzz._backends import Answer
+
+__all__ = ["Renamer", "differences"]
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_REQ_ID = re.compile(r"req-[0-9a-f-]{36}")
+_COMPARED = ("content-type", "location", "openstack-api-version", "vary", "allow")
+_PRESENT = ("last-modified", "cache-control")
+
+
+@dataclass
+class Renamer:
+    """Replaces uuids nobody chose with ``<uuid-N>``, N by first appearance (one per side)."""
+
+    chosen: frozenset[str]
+    seen: dict[str, str] = field(default_factory=dict)
+
+    def text(self, value: str) -> str:
+        """``value`` with request ids blanked and made-up uuids renamed."""
+        value = _REQ_ID.sub("req-<id>", value)
+
+        def rename(match: re.Match[str]) -> str:
+            found = match.group(0)
+            if found in self.chosen:
+                return found
+            return self.seen.setdefault(found, f"<uuid-{len(self.seen) + 1}>")
+
+        return _UUID.sub(rename, value)
+
+
+def _canonical(value: Any, renamer: Renamer) -> Any:
+    """Renamed, request ids dropped, every list sorted (compared as a multiset)."""
+    if isinstance(value, dict):
+        return {
+            renamer.text(k): _canonical(v, renamer) for k, v in value.items() if k != "request_id"
+        }
+    if isinstance(value, list):
+        items = [_canonical(v, renamer) for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, str):
+        return renamer.text(value)
+    return value
+
+
+def canonical_body(answer: Answer, renamer: Renamer) -> Any:
+    """The body as compared: canonical JSON, or the text with ids renamed."""
+    doc = answer.json()
+    if doc is None:
+        return renamer.text(answer.body.decode("utf-8", "replace"))
+    return _canonical(doc, renamer)
+
+
+def canonical_headers(answer: Answer, renamer: Renamer) -> dict[str, Any]:
+    """The headers as compared."""
+    out: dict[str, Any] = {
+        name: renamer.text(answer.headers[name]) for name in _COMPARED if name in answer.headers
+    }
+    for name in _PRESENT:
+        out[name] = name in answer.headers
+    return out
+
+
+def differences(real: Answer, fake: Answer, real_names: Renamer, fake_names: Renamer) -> list[str]:
+    """Each way ``fake`` differs from ``real``, one line each; empty when they agree."""
+    out = []
+    if real.status != fake.status:
+        out.append(f"status: real {real.status}, fake {fake.status}")
+    rh, fh = canonical_headers(real, real_names), canonical_headers(fake, fake_names)
+    for name in sorted(set(rh) | set(fh)):
+        if rh.get(name) != fh.get(name):
+            out.append(f"header {name}: real {rh.get(name)!r}, fake {fh.get(name)!r}")
+    rb, fb = canonical_body(real, real_names), canonical_body(fake, fake_names)
+    if rb != fb:
+        out.append(f"body: real {json.dumps(rb)[:600]}, fake {json.dumps(fb)[:600]}")
+    return out
