@@ -14,6 +14,7 @@ from http import HTTPStatus
 from typing import Any
 
 from reportclient.fixture import FakePlacement
+from reportclient.fixture._wsgi import environ_body, environ_headers
 
 __all__ = ["FakeWSGIApp", "app_factory", "current_fake", "reset_not_modelled", "serve_fake"]
 
@@ -42,30 +43,6 @@ def reset_not_modelled() -> list[str]:
     return seen
 
 
-def _headers(environ: dict[str, Any]) -> dict[str, str]:
-    headers = {
-        key[5:].replace("_", "-").lower(): str(value)
-        for key, value in environ.items()
-        if key.startswith("HTTP_")
-    }
-    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-        if environ.get(key):
-            headers[key.replace("_", "-").lower()] = str(environ[key])
-    return headers
-
-
-def _body(environ: dict[str, Any]) -> bytes:
-    stream = environ.get("wsgi.input")
-    if stream is None:
-        return b""
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        # The fake itself refuses a non-integer length; hand it what was sent.
-        return bytes(stream.read())
-    return bytes(stream.read(length)) if length > 0 else b""
-
-
 def _absolute(location: str, fake_url: str, environ: dict[str, Any]) -> str:
     # Placement sends its Location as a path and webob makes it absolute with
     # the host the request was sent to; the fake writes its own base URL.
@@ -85,7 +62,7 @@ class FakeWSGIApp:
         query = environ.get("QUERY_STRING")
         url = fake.url + path + (f"?{query}" if query else "")
         method = environ["REQUEST_METHOD"]
-        answer = fake.serve(method, url, _headers(environ), _body(environ))
+        answer = fake.serve(method, url, environ_headers(environ), environ_body(environ))
         if answer.status == 501:
             _current["not_modelled"].append(f"{method} {path}")
         try:
