@@ -22,17 +22,14 @@ __all__ = ["NO_RETRY", "default_retry", "no_retry", "wait_contention", "wait_ful
 DEFAULT_ATTEMPTS = 12
 #: Seconds an operation may spend retrying, sleeps included.
 DEFAULT_DEADLINE = 30.0
-#: First backoff ceiling in seconds; doubles each attempt. Writers that
-#: lost a race come back spread over this window, so it must be wide enough
-#: for the writers that collided to take turns. Measured on 4 gunicorn
-#: workers over MariaDB, 16 and 64 clients each adding to one consumer
-#: (``bench/run.py --placement mariadb``), Placement CPU per successful
-#: update against nova's client (which waits up to 2 s x attempt): 2 s cost
-#: 1.02x at 16 clients and 0.97x at 64, 3 s 0.98x and 0.82x, 4 s 0.97x and
-#: 0.81x but 13% fewer updates per second than 3 s (6 rounds per cell; the
-#: README's production-shape runs with 3 s give 0.89-0.97x on MariaDB and
-#: PostgreSQL). Earlier, 0.4 s cost 1.9 PUTs per update at 16 clients where
-#: 2 s cost 1.4.
+#: First backoff ceiling in seconds when Placement did not answer (and for a
+#: conflict that carries no window from the engine); doubles each attempt.
+#: Contending writers wait within the engine's window instead
+#: (``reportclient._engine.contention``). 3 s was measured when it also
+#: served conflicts: on 4 gunicorn workers over MariaDB, 16 and 64 clients
+#: each adding to one consumer, it kept Placement's CPU per update at
+#: 0.98x and 0.82x nova's (2 s: 1.02x and 0.97x); an unreachable server
+#: needs no quicker knocking than that.
 DEFAULT_BASE = 3.0
 #: Largest single backoff in seconds.
 DEFAULT_CAP = 8.0
