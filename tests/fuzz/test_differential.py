@@ -1,6 +1,6 @@
 """The fake and the real Placement, fed the same random request sequences, must agree.
 
-``FUZZ_EXAMPLES`` sets how many sequences to draw (default 1000, sized for CI);
+``FUZZ_EXAMPLES`` sets how many sequences to draw (default 2000, sized for CI);
 ``FUZZ_SEED`` draws them from a different fixed seed; ``FUZZ_RANDOM=1``
 draws new ones each run. A failure is shrunk to the shortest sequence
 that still disagrees and printed request by request, with what differed.
@@ -18,7 +18,7 @@ from tests.fuzz._backends import FakeSide
 from tests.fuzz._run import run_sequence
 from tests.fuzz._steps import steps
 
-_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "1000"))
+_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "2000"))
 _RANDOM = os.environ.get("FUZZ_RANDOM") == "1"
 _SEED = int(os.environ.get("FUZZ_SEED", "20260"))
 
