@@ -23,6 +23,19 @@ Requests are saved without trusting anything unproven:
 * custom resource classes and traits are ensured (``PUT``) only when a field
   about to be written names one the provider does not already hold.
 
+The agent setting (``max_staleness``) trades proof for requests the way
+nova's ``ProviderTree`` cache does, within a bounded window. A compute agent
+reconciles the same tree every period and is nearly always its only writer
+of inventories, traits and aggregates; what moves its providers'
+generations between periods is allocations, which change none of those.
+So within the window (counted from the listing that last proved the tree,
+see :class:`TreeMemory`) the description is compared with what this client
+last read or wrote, and only a difference is sent, at the cached
+generation: an allocation since then costs a 409 and a re-read of that one
+field, never a re-read of the others. Past the window the tree is proven
+again, reading only what the listing cannot vouch for. What the window
+gives up is seeing another writer's change before it ends.
+
 A wrong guess costs a 409 and a read, never a lost change: every write
 carries the generation its content was computed from. Two agents can
 reconcile the same tree at once; with ``merge=True`` each only adds and
