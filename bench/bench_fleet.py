@@ -508,9 +508,9 @@ def starvation(
 ) -> tuple[list[str], int]:
     url, token = cluster.url, cluster.token
     lines = [
-        "| claims/s | writer | writes | success | p50/p99 ms | requests/write "
-        "| 409s/write | 409s retried at once | backoff s/write | last write holds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| claims/s | done/s | writer | writes | success | p50/p99 ms | requests/write "
+        "| 409s/write | retries at once/write | backoff s/write | last write holds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     bad = 0
     for rate in rates:
@@ -545,6 +545,7 @@ def starvation(
             claimer = Claimer(url, token, [rp], rate, 20)
             latencies: list[float] = []
             failures, k, landed = 0, 1, 1
+            began_cell = time.perf_counter()
             with claimer.running(8):
                 end = time.perf_counter() + seconds
                 while time.perf_counter() < end:
@@ -557,6 +558,7 @@ def starvation(
                         continue
                     latencies.append(time.perf_counter() - began)
                     landed = k
+            done_rate = len(claimer.latencies) / (time.perf_counter() - began_cell)
             claimer.release_all()
             # The last write reported done must be what Placement holds.
             if writer == "set_traits":
@@ -570,10 +572,11 @@ def starvation(
             total = sum(wire.status.values())
             conflicts = sum(k for (_m, s), k in wire.status.items() if s == 409)
             lines.append(
-                f"| {rate} | {writer} | {writes} | {len(latencies) / max(writes, 1):.0%} "
+                f"| {rate} | {done_rate:.0f} | {writer} | {writes} "
+                f"| {len(latencies) / max(writes, 1):.0%} "
                 f"| {_ms(latencies, 50)}/{_ms(latencies, 99)} | {total / max(writes, 1):.2f} "
                 f"| {conflicts / max(writes, 1):.2f} "
-                f"| {'-' if nova_ns else max(conflicts - len(slept), 0)} "
+                f"| {'-' if nova_ns else f'{slept.count(0.0) / max(writes, 1):.2f}'} "
                 f"| {'-' if nova_ns else f'{sum(slept) / max(writes, 1):.2f}'} | {holds} |"
             )
             print(f"  starvation {rate}/s {writer}: done", file=sys.stderr, flush=True)
