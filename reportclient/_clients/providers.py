@@ -26,7 +26,7 @@ from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.field_write import Field, FieldWrite, read_field
 from reportclient._engine.guarded_write import run_attempts
 from reportclient._engine.provider_cache import ProviderCache
-from reportclient._engine.reconcile import TreeMemory, reconcile
+from reportclient._engine.reconcile import AGENT_MAX_STALENESS, TreeMemory, reconcile
 from reportclient._engine.reshape_write import ReshapeWrite
 from reportclient._model.consumers import ConsumerAllocations
 from reportclient._model.microversions import Microversion
@@ -87,6 +87,10 @@ class ProviderClient:
         for the next write's content and generation (0: never; see
         :mod:`reportclient._engine.provider_cache`).
     """
+
+    #: ``reconcile(specs, max_staleness=...)`` recommended for a compute agent: 300 s,
+    #: nova's ``resource_provider_association_refresh`` (README "The agent setting").
+    AGENT_MAX_STALENESS = AGENT_MAX_STALENESS
 
     def __init__(
         self,
@@ -450,7 +454,7 @@ class ProviderClient:
         :param max_staleness: the agent setting: seconds this client trusts
             the tree it last proved and what it last read or wrote (an
             unchanged description then costs nothing). None (the default)
-            proves every write. ``AGENT_MAX_STALENESS`` (300, nova's
+            proves every write. :attr:`AGENT_MAX_STALENESS` (300, nova's
             association refresh) is recommended for a compute agent.
         :raises ProviderInUse: a provider to delete still has allocations;
             raised after everything else is done, naming it.
