@@ -213,3 +213,46 @@ def test_a_negative_window_is_refused() -> None:
     providers = make_client(FakePlacement()).providers
     with pytest.raises(reportclient.InvalidInput):
         providers.reconcile([ProviderSpec(new_uuid(), "cn")], max_staleness=-1)
+
+
+def test_a_write_refused_inside_the_window_makes_the_next_period_prove_the_tree(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root = new_uuid()
+    providers.reconcile(
+        [ProviderSpec(root, "cn", inventories={"VCPU": 8, "MEMORY_MB": 512})],
+        max_staleness=WINDOW,
+    )
+    fake.put_allocations(new_uuid(), {root: {"MEMORY_MB": 256}})
+    clock.advance(60)
+    with pytest.raises(reportclient.InventoryInUse):
+        providers.reconcile(
+            [ProviderSpec(root, "cn", inventories={"VCPU": 8})], max_staleness=WINDOW
+        )
+    fake.reset_requests()
+
+    clock.advance(60)
+    report = providers.reconcile(
+        [ProviderSpec(root, "cn", inventories={"VCPU": 8, "MEMORY_MB": 512})],
+        max_staleness=WINDOW,
+    )
+
+    assert not report.trusted
+    assert fake.requests[0].path.startswith("/resource_providers?in_tree=")
+
+
+def test_merge_inside_the_window_keeps_what_another_agent_added_without_a_request(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root = new_uuid()
+    specs = [ProviderSpec(root, "cn", traits={"HW_CPU_X86_AVX2"})]
+    providers.reconcile(specs, merge=True, max_staleness=WINDOW)
+    fake.set_traits(root, ["HW_CPU_X86_AVX2", "COMPUTE_TRUSTED_CERTS"])
+    fake.reset_requests()
+
+    clock.advance(60)
+    assert providers.reconcile(specs, merge=True, max_staleness=WINDOW).requests == 0
+    clock.advance(WINDOW)
+    providers.reconcile(specs, merge=True, max_staleness=WINDOW)
+
+    assert fake.traits(root) == {"HW_CPU_X86_AVX2", "COMPUTE_TRUSTED_CERTS"}
