@@ -26,7 +26,7 @@ from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.field_write import Field, FieldWrite, read_field
 from reportclient._engine.guarded_write import run_attempts
 from reportclient._engine.provider_cache import ProviderCache
-from reportclient._engine.reconcile import reconcile
+from reportclient._engine.reconcile import AGENT_MAX_STALENESS, TreeMemory, reconcile
 from reportclient._engine.reshape_write import ReshapeWrite
 from reportclient._model.consumers import ConsumerAllocations
 from reportclient._model.microversions import Microversion
@@ -88,6 +88,10 @@ class ProviderClient:
         :mod:`reportclient._engine.provider_cache`).
     """
 
+    #: ``reconcile(specs, max_staleness=...)`` recommended for a compute agent: 300 s,
+    #: nova's ``resource_provider_association_refresh`` (README "The agent setting").
+    AGENT_MAX_STALENESS = AGENT_MAX_STALENESS
+
     def __init__(
         self,
         transport: Transport,
@@ -101,6 +105,8 @@ class ProviderClient:
         self._transport = transport
         self._retry = retry
         self.cache = ProviderCache(cache_ttl, clock)
+        # The trees reconcile(max_staleness=...) last proved, on the same clock.
+        self._trees = TreeMemory(clock)
         # Shared with the PlacementClient that built this one.
         self._contention = contention if contention is not None else ContentionMemory(clock)
         # The client's consumer cache, which a reshape's allocation writes
@@ -434,6 +440,7 @@ class ProviderClient:
         merge: bool = False,
         delete_roots: Iterable[str] = (),
         global_request_id: str | None = None,
+        max_staleness: float | None = None,
     ) -> ReconcileReport:
         """Make provider trees match ``specs``, deleting what the caller dropped.
 
@@ -444,6 +451,11 @@ class ProviderClient:
             aggregate, delete no provider of a described tree.
         :param delete_roots: uuids of roots the caller owns and no longer
             describes, each deleted with its tree.
+        :param max_staleness: the agent setting: seconds this client trusts
+            the tree it last proved and what it last read or wrote (an
+            unchanged description then costs nothing). None (the default)
+            proves every write. :attr:`AGENT_MAX_STALENESS` (300, nova's
+            association refresh) is recommended for a compute agent.
         :raises ProviderInUse: a provider to delete still has allocations;
             raised after everything else is done, naming it.
         """
@@ -453,6 +465,8 @@ class ProviderClient:
             merge=merge,
             delete_roots=delete_roots,
             global_request_id=global_request_id,
+            max_staleness=max_staleness,
+            memory=self._trees,
         )
 
     def _request(self, method: str, path: str, body: Any, request_id: str | None) -> Any:

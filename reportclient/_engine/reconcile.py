@@ -23,6 +23,19 @@ Requests are saved without trusting anything unproven:
 * custom resource classes and traits are ensured (``PUT``) only when a field
   about to be written names one the provider does not already hold.
 
+The agent setting (``max_staleness``) trades proof for requests the way
+nova's ``ProviderTree`` cache does, within a bounded window. A compute agent
+reconciles the same tree every period and is nearly always its only writer
+of inventories, traits and aggregates; what moves its providers'
+generations between periods is allocations, which change none of those.
+So within the window (counted from the listing that last proved the tree,
+see :class:`TreeMemory`) the description is compared with what this client
+last read or wrote, and only a difference is sent, at the cached
+generation: an allocation since then costs a 409 and a re-read of that one
+field, never a re-read of the others. Past the window the tree is proven
+again, reading only what the listing cannot vouch for. What the window
+gives up is seeing another writer's change before it ends.
+
 A wrong guess costs a 409 and a read, never a lost change: every write
 carries the generation its content was computed from. Two agents can
 reconcile the same tree at once; with ``merge=True`` each only adds and
@@ -44,6 +57,7 @@ every other dropped provider is deleted, and the error names the ones kept.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -75,7 +89,13 @@ from reportclient.errors import (
     ProviderNotFound,
 )
 
-__all__ = ["ProviderOps", "reconcile"]
+__all__ = ["AGENT_MAX_STALENESS", "ProviderOps", "TreeMemory", "reconcile"]
+
+#: The staleness window recommended for a compute agent reconciling its own
+#: tree every period: nova's ``[compute] resource_provider_association_refresh``
+#: default, so an agent on this setting sees another writer's change no later
+#: than nova's resource tracker would.
+AGENT_MAX_STALENESS = 300.0
 
 
 class ProviderOps(Protocol):
@@ -139,12 +159,65 @@ class ProviderOps(Protocol):
     def ensure_trait(self, name: str, *, global_request_id: str | None = None) -> bool: ...
 
 
+class TreeMemory:
+    """The descriptions a client last proved whole, and when (for ``max_staleness``).
+
+    Keyed by the trees a description touches (its anchors, see
+    :func:`_tree_anchors`), each entry holds the description's shape (uuid,
+    name and parent of every spec, and ``merge``) and the clock time of the
+    listing that proved it. The fields' content is not held here: the
+    provider cache already holds what this client last read or wrote of
+    each field, which is exactly what the window trusts. An entry is
+    dropped on any error, so the next reconcile proves the tree again.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._proven: dict[tuple[str, ...], tuple[frozenset[tuple[Any, ...]], float]] = {}
+
+    def fresh(self, specs: Sequence[ProviderSpec], merge: bool, window: float) -> bool:
+        """Whether ``specs`` has the shape last proven, within ``window`` seconds of its proof."""
+        with self._lock:
+            entry = self._proven.get(_key(specs))
+        return (
+            entry is not None
+            and entry[0] == _shape(specs, merge)
+            and self.clock() - entry[1] <= window
+        )
+
+    def remember(self, specs: Sequence[ProviderSpec], merge: bool, proven_at: float) -> None:
+        with self._lock:
+            self._proven[_key(specs)] = (_shape(specs, merge), proven_at)
+
+    def forget(self, specs: Sequence[ProviderSpec]) -> None:
+        with self._lock:
+            self._proven.pop(_key(specs), None)
+
+
+def _key(specs: Sequence[ProviderSpec]) -> tuple[str, ...]:
+    return tuple(sorted(_tree_anchors(specs)))
+
+
+def _shape(specs: Sequence[ProviderSpec], merge: bool) -> frozenset[tuple[Any, ...]]:
+    return frozenset({(s.uuid, s.name, s.parent) for s in specs} | {("merge", merge)})
+
+
 class _Run:
     """One reconcile call's state: its request count and what it has proven."""
 
-    def __init__(self, client: ProviderOps, merge: bool, request_id: str | None) -> None:
+    def __init__(
+        self,
+        client: ProviderOps,
+        merge: bool,
+        request_id: str | None,
+        trust_listing: bool = False,
+    ) -> None:
         self.client = client
         self.merge = merge
+        # Agent setting: a listing at a snapshot's generation proves it, however old.
+        self.trust_listing = trust_listing
+        self.trusted = False
         self.request_id = request_id
         self.requests = 0
         self.created: list[str] = []
@@ -162,6 +235,7 @@ class _Run:
             tuple(self.written),
             self.generations,
             tuple(self.deleted),
+            self.trusted,
         )
 
     def list_trees(
@@ -343,20 +417,13 @@ class _Run:
         # content was cached (None: unknown; used in this call, not cached on).
         known: dict[str, tuple[Snapshot, float | None]] = {}
         for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
-            entry = cache.entry(rp.uuid, kind) if fresh else None
-            if entry is None:
+            entry = cache.entry(rp.uuid, kind) if fresh or self.trust_listing else None
+            if entry is None and not self.trust_listing:
                 entry = cache.trusted_entry(rp.uuid, kind, rp.generation)
             if entry is not None and entry[0].generation == rp.generation:
                 known[kind.ROUTE] = entry
         generation = rp.generation
-        plans: list[tuple[type[Snapshot], Callable[[Any], Any], Iterable[str]]] = []
-        if spec.inventories is not None:
-            plans.append((ProviderInventories, self._inventories(spec), _custom(spec.inventories)))
-        if spec.traits is not None:
-            plans.append((ProviderTraits, self._names(spec.traits), _custom(spec.traits)))
-        if spec.aggregates is not None:
-            plans.append((ProviderAggregates, self._names(spec.aggregates), ()))
-        for kind, compute, custom in plans:
+        for kind, compute, custom in self._plans(spec):
             # The union of field types is not a value of the TypeVar: Any bridges it.
             any_kind: Any = kind
             held = known.get(kind.ROUTE)
@@ -404,6 +471,80 @@ class _Run:
             if snap.generation == generation and taken is not None:
                 cache.put(snap, taken_at=taken)
         self.generations[rp.uuid] = generation
+
+    def _plans(
+        self, spec: ProviderSpec
+    ) -> list[tuple[type[Snapshot], Callable[[Any], Any], Iterable[str]]]:
+        """Each field ``spec`` manages: its kind, how to compute it, the custom names it needs."""
+        plans: list[tuple[type[Snapshot], Callable[[Any], Any], Iterable[str]]] = []
+        if spec.inventories is not None:
+            plans.append((ProviderInventories, self._inventories(spec), _custom(spec.inventories)))
+        if spec.traits is not None:
+            plans.append((ProviderTraits, self._names(spec.traits), _custom(spec.traits)))
+        if spec.aggregates is not None:
+            plans.append((ProviderAggregates, self._names(spec.aggregates), ()))
+        return plans
+
+    def remembered(self, specs: Sequence[ProviderSpec]) -> bool:
+        """Whether the cache holds every field ``specs`` manages (the window trusts those)."""
+        cache = self.client.cache
+        return all(
+            cache.entry(spec.uuid, kind) is not None
+            for spec in specs
+            for kind, _compute, _custom in self._plans(spec)
+        )
+
+    def within_window(self, spec: ProviderSpec) -> None:
+        """Bring one provider to ``spec`` from what this client last read or wrote, listing nothing.
+
+        A field whose cached content already holds the description costs no
+        request. One that differs is written at the cached generation: an
+        allocation (or another writer) since then makes it a 409, which
+        re-reads that field alone and recomputes. The other fields are not
+        re-read for it: an allocation changes no inventory, trait or
+        aggregate, and another writer's change is what the window accepts
+        not seeing until it ends.
+        """
+        cache = self.client.cache
+        for kind, compute, custom in self._plans(spec):
+            any_kind: Any = kind
+            entry = cache.entry(spec.uuid, kind)
+            assert entry is not None  # checked by remembered() before any write
+            start = entry[0]
+            if start.holds(compute(start.value)):
+                continue
+            self._ensure(kind, custom, start)
+            result, sent, wrote = self.client.change(
+                any_kind,
+                spec.uuid,
+                compute,
+                idempotent=True,
+                start=start,
+                start_read=False,
+                global_request_id=self.request_id,
+            )
+            self.requests += sent
+            if wrote:
+                self.written.append((spec.uuid, kind.ROUTE))
+                # Our write moved the provider from result.generation - 1 and
+                # changed only its own field: a field known at that
+                # generation holds at the new one, as old as its proof.
+                for other in (ProviderInventories, ProviderTraits, ProviderAggregates):
+                    held = cache.entry(spec.uuid, other)
+                    if (
+                        other is not kind
+                        and held is not None
+                        and held[0].generation == result.generation - 1
+                    ):
+                        moved = dataclasses.replace(held[0], generation=result.generation)
+                        cache.put(moved, taken_at=held[1])
+        generations = [
+            entry[0].generation
+            for kind in (ProviderInventories, ProviderTraits, ProviderAggregates)
+            if (entry := cache.entry(spec.uuid, kind)) is not None
+        ]
+        if generations:
+            self.generations[spec.uuid] = max(generations)
 
     def _ensure(self, kind: type[Snapshot], custom: Iterable[str], start: Snapshot) -> None:
         """Create the custom classes or traits a write will name, unless the provider has them."""
@@ -485,6 +626,8 @@ def reconcile(
     merge: bool = False,
     delete_roots: Iterable[str] = (),
     global_request_id: str | None = None,
+    max_staleness: float | None = None,
+    memory: TreeMemory | None = None,
 ) -> ReconcileReport:
     """Make the tree described by ``specs`` exist as described.
 
@@ -501,6 +644,19 @@ def reconcile(
         describes: each is deleted with its whole tree (except any provider
         the description moves out of it first). One already gone is
         skipped. Never needed for children of a described root.
+    :param max_staleness: the agent setting (None: strict, every write
+        proven by a listing and a young snapshot). Seconds during which this
+        client trusts the tree it last proved and what it last read or
+        wrote of each field: an unchanged description then costs no request,
+        a changed field one write at the cached generation (a 409 re-reads
+        that field and recomputes). Past the window the tree is proven
+        again: one listing per tree, and a field read only where the
+        listing's generation differs from the cached one. A change by
+        another writer inside the window is not seen until the window ends
+        or a write conflicts. :data:`AGENT_MAX_STALENESS` (300 s, nova's
+        association refresh) is the recommended value for compute agents.
+    :param memory: where the client keeps the trees it proved (required
+        with ``max_staleness``; ``ProviderClient`` passes its own).
     :raises InvalidInput: a malformed description or ``delete_roots``, a
         uuid both described and named in ``delete_roots`` (all before any
         request), or a named provider that is not a root (before any write).
@@ -523,7 +679,51 @@ def reconcile(
     both = sorted(set(named) & {s.uuid for s in described})
     if both:
         raise InvalidInput(f"delete_roots names described providers: {', '.join(both)}")
-    run = _Run(client, merge, global_request_id)
+    if max_staleness is None:
+        return _reconcile(_Run(client, merge, global_request_id), described, named)
+    if max_staleness < 0 or memory is None:
+        raise InvalidInput(f"max_staleness must be >= 0 with a memory, got {max_staleness!r}")
+    if not named and memory.fresh(described, merge, max_staleness):
+        run = _Run(client, merge, global_request_id, trust_listing=True)
+        if run.remembered(described):
+            run.trusted = True
+            try:
+                for spec in described:
+                    run.within_window(spec)
+                return run.report()
+            except ProviderNotFound:
+                # Deleted behind our back (an operator, a re-created node):
+                # prove and rebuild the tree now rather than fail the period.
+                memory.forget(described)
+                requests = run.requests
+                report = _reconcile_remembered(
+                    _Run(client, merge, global_request_id, trust_listing=True),
+                    described,
+                    named,
+                    memory,
+                )
+                return dataclasses.replace(report, requests=report.requests + requests)
+            except BaseException:
+                memory.forget(described)
+                raise
+    run = _Run(client, merge, global_request_id, trust_listing=True)
+    return _reconcile_remembered(run, described, named, memory)
+
+
+def _reconcile_remembered(
+    run: _Run, described: Sequence[ProviderSpec], named: Sequence[str], memory: TreeMemory
+) -> ReconcileReport:
+    """Prove and reconcile the whole tree, and remember it as proven when its listing was sent."""
+    proven_at = memory.clock()
+    memory.forget(described)
+    report = _reconcile(run, described, named)
+    memory.remember(described, run.merge, proven_at)
+    return report
+
+
+def _reconcile(
+    run: _Run, described: Sequence[ProviderSpec], named: Sequence[str]
+) -> ReconcileReport:
     found = run.list_trees(described, named)
     run.check(described, named, found)
     found = run.providers(described, found)

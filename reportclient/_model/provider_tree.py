@@ -164,3 +164,6 @@ class ReconcileReport:
     #: Providers deleted: children dropped from a described root's tree, and
     #: the trees of the roots named in ``delete_roots``; leaves first.
     deleted: tuple[str, ...] = ()
+    #: True when the agent setting (``max_staleness``) trusted the tree this
+    #: client last proved, within its window: nothing was listed or read.
+    trusted: bool = False

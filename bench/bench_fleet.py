@@ -1,0 +1,636 @@
+"""Compute agents at fleet scale: what each agent costs Placement per period, and under claims.
+
+Two workloads on the production shape (gunicorn workers over MariaDB or PostgreSQL):
+
+**Fleet.** N agents per variant, each with its own client and its own tree: a root with
+VCPU, MEMORY_MB and DISK_GB, two traits and an aggregate, and 0 to 2 children with
+``CUSTOM_FLEET_DEV`` inventory. Each agent reconciles its tree once per 60 s period, in a
+random order per period (oslo's periodic-task jitter). Periods run back to back in
+*simulated* time: every client's clock (and nova's ``time.time`` inside its report client,
+which drives ``resource_provider_association_refresh``) reads the simulated clock, which
+moves 60 s per period; the staleness windows (300 s) are counted in that time, unscaled.
+Phases, in order: ``create`` (one period), ``steady``, ``churn`` (5% of agents change a
+field each period), ``churn+claims`` and ``claims`` (schedulers claim and release one VCPU
+at ``--claim-rate`` per second on the variant's roots while its agents run). Variants:
+
+* ``rc strict``: ``ProviderClient.reconcile(specs)``, the library default (every write
+  proven: one listing and a read per managed field every period).
+* ``rc agent``: ``reconcile(specs, max_staleness=300)``, the agent setting.
+* ``nova``: nova's resource tracker flow on ``SchedulerReportClient(adapter=...)``:
+  ``get_provider_tree_and_ensure_root``, the description applied to the tree it returns,
+  ``update_from_provider_tree``, redriven up to 4 times on ``ResourceProviderUpdateConflict``
+  as ``_update_to_placement``'s ``@retrying.retry`` does. nova 34's tracker also calls
+  ``get_allocations_for_provider_tree`` every period (one GET per provider and one per
+  consumer on it); that is left out, so the nova rows are a lower bound of its cost.
+
+After each phase x variant every provider is read back and compared with its description;
+any difference makes the run exit non-zero.
+
+**Starvation** (the measurement of the issue's item 3): one provider, claims and releases
+at 10, 30 and 100 per second on it, and one writer changing a field back and forth as fast
+as it can: success rate, p99 and requests per write of ``set_inventory``, ``set_traits``
+and ``reconcile`` beside nova's ``set_inventory_for_provider`` and
+``update_from_provider_tree`` (each nova write redriven up to 4 times, as its callers do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from bench_cluster import cluster_cpu_seconds
+from bench_common import (
+    MICROVERSION,
+    PROJECT,
+    USER,
+    CountingAdapter,
+    make_adapter,
+    percentile,
+    quiet_logging,
+)
+from bench_drivers import NovaUnavailable, load_nova
+from keystoneauth1 import exceptions as ks_exc
+
+import reportclient
+from reportclient import PlacementClient, ProviderSpec
+from reportclient.testing import PlacementCluster
+
+PERIOD = 60.0
+WINDOW = 300.0
+DEV = "CUSTOM_FLEET_DEV"
+RC_STRICT, RC_AGENT, NOVA = "rc strict", "rc agent", "nova"
+PHASES = ("create", "steady", "churn", "churn+claims", "claims")
+AGGREGATES = [str(uuid.UUID(int=0xA66 << 64 | i)) for i in range(4)]
+
+
+class StatusAdapter(CountingAdapter):  # type: ignore[misc]
+    """Counts every request by (method, status), whether keystoneauth raises or not."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.status: Counter[tuple[str, int]] = Counter()
+
+    def request(self, url: str, method: str, **kwargs: Any) -> Any:
+        try:
+            response = super().request(url, method, **kwargs)
+        except ks_exc.HttpError as exc:
+            with self.count_lock:
+                self.status[(method, exc.http_status)] += 1
+            raise
+        with self.count_lock:
+            self.status[(method, response.status_code)] += 1
+        return response
+
+
+class SimClock:
+    """Simulated seconds, moved by the harness one period at a time."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _NovaTime:
+    """nova's report module's ``time``: the simulated clock for ``time.time()`` only."""
+
+    def __init__(self, clock: SimClock) -> None:
+        self._clock = clock
+
+    def time(self) -> float:
+        return self._clock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+# -- descriptions ---------------------------------------------------------------------------
+@dataclass
+class Node:
+    """One provider of an agent's tree, as the agent describes it."""
+
+    uuid: str
+    name: str
+    parent: str | None
+    inventories: dict[str, int]
+    traits: set[str]
+    aggregates: set[str]
+
+
+@dataclass
+class Agent:
+    """One compute agent: its tree, its client, and what its reconciles cost."""
+
+    index: int
+    nodes: list[Node]
+    client: Any = None
+    wire: StatusAdapter | None = None
+    offset: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    failures: int = 0
+
+    @property
+    def root(self) -> str:
+        return self.nodes[0].uuid
+
+
+def describe_agent(variant: str, index: int) -> list[Node]:
+    root = str(uuid.uuid4())
+    tag = variant.replace(" ", "-")
+    nodes = [
+        Node(
+            root,
+            f"{tag}-cn{index}",
+            None,
+            {"VCPU": 64, "MEMORY_MB": 262144, "DISK_GB": 2000},
+            {"HW_CPU_X86_AVX2", f"CUSTOM_FLEET_RACK{index % 4}"},
+            {AGGREGATES[index % 4]},
+        )
+    ]
+    for c in range(index % 3):
+        nodes.append(
+            Node(str(uuid.uuid4()), f"{tag}-cn{index}-dev{c}", root, {DEV: 4}, set(), set())
+        )
+    return nodes
+
+
+def churn(node: Node, period: int) -> None:
+    """One field change, alternating between inventory, traits and aggregates."""
+    what = period % 3
+    if what == 0 or node.parent is not None:
+        key = "DISK_GB" if node.parent is None else DEV
+        node.inventories[key] += 1
+    elif what == 1:
+        node.traits ^= {"CUSTOM_FLEET_CHURN"}
+    else:
+        node.aggregates = {AGGREGATES[(AGGREGATES.index(min(node.aggregates)) + 1) % 4]}
+
+
+def full_inventory(total: int) -> dict[str, Any]:
+    return {
+        "total": total,
+        "reserved": 0,
+        "min_unit": 1,
+        "max_unit": total,
+        "step_size": 1,
+        "allocation_ratio": 1.0,
+    }
+
+
+def specs_of(agent: Agent) -> list[ProviderSpec]:
+    return [
+        ProviderSpec(
+            n.uuid,
+            n.name,
+            n.parent,
+            {rc: full_inventory(t) for rc, t in n.inventories.items()},
+            set(n.traits),
+            set(n.aggregates),
+        )
+        for n in agent.nodes
+    ]
+
+
+# -- one agent period per variant ------------------------------------------------------------
+def rc_period(agent: Agent, max_staleness: float | None) -> None:
+    agent.client.providers.reconcile(specs_of(agent), max_staleness=max_staleness)
+
+
+def nova_period(agent: Agent, nova: Any) -> None:
+    context = SimpleNamespace(global_id=None)
+    root = agent.nodes[0]
+    for attempt in range(4):
+        tree = agent.client.get_provider_tree_and_ensure_root(context, root.uuid, name=root.name)
+        for node in agent.nodes[1:]:
+            if not tree.exists(node.uuid):
+                tree.new_child(node.name, root.uuid, uuid=node.uuid)
+        for node in agent.nodes:
+            tree.update_inventory(
+                node.uuid, {rc: full_inventory(t) for rc, t in node.inventories.items()}
+            )
+            tree.update_traits(node.uuid, sorted(node.traits))
+            tree.update_aggregates(node.uuid, sorted(node.aggregates))
+        try:
+            agent.client.update_from_provider_tree(context, tree)
+            return
+        except nova.exception.ResourceProviderUpdateConflict:
+            if attempt == 3:
+                raise
+
+
+# -- read back -----------------------------------------------------------------------------
+def differences(reader: PlacementClient, agents: list[Agent]) -> list[str]:
+    """What Placement holds that differs from each agent's description."""
+    out: list[str] = []
+    providers = reader.providers
+    for agent in agents:
+        listed = {rp.uuid: rp for rp in providers.list_providers(in_tree=agent.root)}
+        if set(listed) != {n.uuid for n in agent.nodes}:
+            out.append(f"agent {agent.index}: tree {sorted(listed)}")
+            continue
+        for n in agent.nodes:
+            rp = listed[n.uuid]
+            inv = {rc: i.total for rc, i in providers.get_inventories(n.uuid).inventories.items()}
+            traits = set(providers.get_traits(n.uuid).traits)
+            aggs = set(providers.get_aggregates(n.uuid).aggregates)
+            got = (rp.name, rp.parent_provider_uuid, inv, traits, aggs)
+            want = (n.name, n.parent, n.inventories, n.traits, n.aggregates)
+            if got != want:
+                out.append(f"{n.uuid}: holds {got}, described {want}")
+    return out
+
+
+# -- claims --------------------------------------------------------------------------------
+class Claimer:
+    """Schedulers claiming one VCPU on random roots and releasing the oldest, at ``rate``/s."""
+
+    def __init__(self, url: str, token: str, roots: list[str], rate: float, live: int) -> None:
+        self.wire = make_adapter(url, token, StatusAdapter)
+        self.client = PlacementClient(self.wire, microversion=MICROVERSION)
+        self.roots, self.rate, self.live = roots, rate, live
+        self.latencies: list[float] = []
+        self.failures = 0
+        self._stop = threading.Event()
+        self._held: list[str] = []
+        self._lock = threading.Lock()
+
+    def _one(self) -> None:
+        began = time.perf_counter()
+        try:
+            with self._lock:
+                release = self._held.pop(0) if len(self._held) >= self.live else None
+            if release is not None:
+                self.client.release(release)
+            else:
+                consumer = str(uuid.uuid4())
+                rp = random.choice(self.roots)
+                self.client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+                with self._lock:
+                    self._held.append(consumer)
+        except reportclient.PlacementError:
+            self.failures += 1
+            return
+        self.latencies.append(time.perf_counter() - began)
+
+    @contextmanager
+    def running(self, threads: int = 4) -> Iterator[None]:
+        pool = ThreadPoolExecutor(threads)
+
+        def pace() -> None:
+            start, sent = time.perf_counter(), 0
+            while not self._stop.is_set():
+                due = start + sent / self.rate
+                delay = due - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                pool.submit(self._one)
+                sent += 1
+
+        pacer = threading.Thread(target=pace, daemon=True)
+        pacer.start()
+        try:
+            yield
+        finally:
+            self._stop.set()
+            pacer.join()
+            pool.shutdown(wait=True)
+            self._stop.clear()
+
+    def release_all(self) -> None:
+        for consumer in self._held:
+            self.client.release(consumer)
+        self._held.clear()
+
+
+# -- the fleet run ---------------------------------------------------------------------------
+@dataclass
+class Cell:
+    status: Counter[tuple[str, int]]
+    agent_periods: int
+    cpu: float
+    latencies: list[float]
+    claim_latencies: list[float]
+    failures: int
+    claim_failures: int
+    diffs: int
+
+
+def make_agents(
+    variant: str, n: int, url: str, token: str, clock: SimClock, nova: Any
+) -> list[Agent]:
+    agents = []
+    for i in range(n):
+        agent = Agent(i, describe_agent(variant, i))
+        agent.offset = random.uniform(0, PERIOD)
+        if variant == NOVA:
+            agent.wire = make_adapter(url, token, StatusAdapter, raise_exc=False)
+            agent.client = nova.SchedulerReportClient(adapter=agent.wire)
+        else:
+            agent.wire = make_adapter(url, token, StatusAdapter)
+            agent.client = PlacementClient(
+                agent.wire,
+                microversion=MICROVERSION,
+                clock=lambda a=agent: clock() + a.offset,
+            )
+        agents.append(agent)
+    return agents
+
+
+def run_periods(
+    variant: str,
+    agents: list[Agent],
+    periods: int,
+    clock: SimClock,
+    pool: ThreadPoolExecutor,
+    churning: bool,
+    nova: Any,
+) -> None:
+    def one(agent: Agent) -> None:
+        began = time.perf_counter()
+        try:
+            if variant == NOVA:
+                nova_period(agent, nova)
+            else:
+                rc_period(agent, WINDOW if variant == RC_AGENT else None)
+        except Exception as exc:
+            agent.failures += 1
+            print(f"  {variant} agent {agent.index}: {exc!r}", file=sys.stderr)
+            return
+        agent.latencies.append(time.perf_counter() - began)
+
+    for p in range(periods):
+        clock.now += PERIOD
+        if churning:
+            for agent in random.sample(agents, max(1, len(agents) // 20)):
+                churn(random.choice(agent.nodes), p)
+        order = random.sample(agents, len(agents))
+        list(pool.map(one, order))
+
+
+def fleet(
+    cluster: PlacementCluster,
+    agents_per_variant: int,
+    periods: int,
+    claim_rate: float,
+    nova: Any,
+    variants: list[str],
+) -> tuple[dict[tuple[str, str], Cell], int]:
+    url, token = cluster.url, cluster.token
+    clock = SimClock()
+    if nova is not None:
+        nova.time = _NovaTime(clock)
+    fleets = {v: make_agents(v, agents_per_variant, url, token, clock, nova) for v in variants}
+    reader = PlacementClient(make_adapter(url, token), microversion=MICROVERSION)
+    cells: dict[tuple[str, str], Cell] = {}
+    bad = 0
+    with ThreadPoolExecutor(16) as pool:
+        for phase in PHASES:
+            for variant in variants:
+                agents = fleets[variant]
+                for a in agents:
+                    a.wire.status.clear()
+                    a.latencies.clear()
+                    a.failures = 0
+                claims = "claims" in phase
+                claimer = Claimer(url, token, [a.root for a in agents], claim_rate, 50)
+                n = 1 if phase == "create" else periods
+                cpu0 = cluster_cpu_seconds(cluster)
+                if claims:
+                    with claimer.running():
+                        run_periods(variant, agents, n, clock, pool, "churn" in phase, nova)
+                else:
+                    run_periods(variant, agents, n, clock, pool, "churn" in phase, nova)
+                cpu = cluster_cpu_seconds(cluster) - cpu0
+                diffs = differences(reader, agents)
+                for d in diffs[:5]:
+                    print(f"  DIFF {phase} {variant}: {d}", file=sys.stderr)
+                bad += len(diffs)
+                status: Counter[tuple[str, int]] = Counter()
+                for a in agents:
+                    status.update(a.wire.status)
+                cells[(phase, variant)] = Cell(
+                    status,
+                    n * len(agents),
+                    cpu,
+                    [s for a in agents for s in a.latencies],
+                    claimer.latencies,
+                    sum(a.failures for a in agents),
+                    claimer.failures,
+                    len(diffs),
+                )
+                claimer.release_all()
+                print(f"  fleet {phase} {variant}: done", file=sys.stderr, flush=True)
+    return cells, bad
+
+
+def _ms(values: list[float], q: float) -> str:
+    return f"{percentile(values, q) * 1000:.0f}" if values else "-"
+
+
+def render_fleet(cells: dict[tuple[str, str], Cell]) -> list[str]:
+    head = (
+        "| phase | variant | req/agent-period | by method and status | 409s "
+        "| Placement CPU ms/agent-period | reconcile p50/p99 ms | claim p50/p99 ms "
+        "| failed | read-back |"
+    )
+    lines = [head, "|" + " --- |" * 10]
+    for (phase, variant), c in cells.items():
+        total = sum(c.status.values())
+        by = ", ".join(
+            f"{m} {s}: {k / c.agent_periods:.2f}" for (m, s), k in sorted(c.status.items())
+        )
+        conflicts = sum(k for (_m, s), k in c.status.items() if s == 409)
+        claim = (
+            f"{_ms(c.claim_latencies, 50)}/{_ms(c.claim_latencies, 99)}"
+            if c.claim_latencies
+            else "-"
+        )
+        lines.append(
+            f"| {phase} | {variant} | {total / c.agent_periods:.2f} | {by or '-'} "
+            f"| {conflicts} | {c.cpu * 1000 / c.agent_periods:.1f} "
+            f"| {_ms(c.latencies, 50)}/{_ms(c.latencies, 99)} | {claim} "
+            f"| {c.failures + c.claim_failures} | {'ok' if c.diffs == 0 else f'{c.diffs} DIFF'} |"
+        )
+    return lines
+
+
+# -- starvation ------------------------------------------------------------------------------
+def _traits(k: int) -> list[str]:
+    return ["HW_CPU_X86_AVX2"] if k % 2 else ["HW_CPU_X86_SSE"]
+
+
+def starve_write(writer: str, client: Any, rp: str, name: str, k: int, nova: Any) -> None:
+    """The ``k``-th write of one writer: a new inventory total (or the other trait set).
+
+    Every write is a real change: alternating two values would let nova's cache report a
+    failed write's successor as a no-op success.
+    """
+    inventory = {"VCPU": full_inventory(100000 + k)}
+    if writer == "set_inventory":
+        client.providers.set_inventory(rp, "VCPU", inventory["VCPU"])
+    elif writer == "set_traits":
+        client.providers.set_traits(rp, _traits(k))
+    elif writer.startswith("reconcile"):
+        client.providers.reconcile(
+            [ProviderSpec(rp, name, inventories=inventory)],
+            max_staleness=WINDOW if writer.endswith("agent") else None,
+        )
+    else:
+        context = SimpleNamespace(global_id=None)
+        for attempt in range(4):  # _update_to_placement's @retrying.retry
+            try:
+                tree = client.get_provider_tree_and_ensure_root(context, rp, name=name)
+                if writer.endswith("for_provider"):
+                    client.set_inventory_for_provider(context, rp, inventory)
+                else:
+                    tree.update_inventory(rp, inventory)
+                    client.update_from_provider_tree(context, tree)
+                return
+            except nova.exception.ResourceProviderUpdateConflict:
+                if attempt == 3:
+                    raise
+
+
+def starvation(
+    cluster: PlacementCluster, rates: list[int], seconds: float, nova: Any
+) -> tuple[list[str], int]:
+    url, token = cluster.url, cluster.token
+    lines = [
+        "| claims/s | done/s | writer | writes | success | p50/p99 ms | requests/write "
+        "| 409s/write | retries at once/write | backoff s/write | last write holds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    bad = 0
+    for rate in rates:
+        for writer in ["set_inventory", "set_traits", "reconcile", "reconcile agent"] + (
+            ["nova set_inventory_for_provider", "nova update_from_provider_tree"] if nova else []
+        ):
+            rp = str(uuid.uuid4())
+            name = f"starve-{rate}-{writer.replace(' ', '-')}"
+            admin = PlacementClient(make_adapter(url, token), microversion=MICROVERSION)
+            admin.providers.reconcile(
+                [ProviderSpec(rp, name, inventories={"VCPU": full_inventory(100000)})]
+            )
+            nova_ns = writer.startswith("nova")
+            wire = make_adapter(url, token, StatusAdapter, raise_exc=not nova_ns)
+            client: Any
+            slept: list[float] = []
+
+            def sleep(seconds: float, slept: list[float] = slept) -> None:
+                slept.append(seconds)
+                time.sleep(seconds)
+
+            if nova_ns:
+                client = nova.SchedulerReportClient(adapter=wire)
+            else:
+                # The default policy, with its sleeps recorded: a 409 retried without one
+                # is the engine's "re-read shows the field unchanged, retry at once".
+                policy = reportclient.default_retry(sleep=sleep)
+                client = PlacementClient(wire, microversion=MICROVERSION, retry=policy)
+            starve_write(writer, client, rp, name, 1, nova)  # warm: learn the provider
+            wire.status.clear()
+            slept.clear()
+            claimer = Claimer(url, token, [rp], rate, 20)
+            latencies: list[float] = []
+            failures, k, landed = 0, 1, 1
+            began_cell = time.perf_counter()
+            with claimer.running(8):
+                end = time.perf_counter() + seconds
+                while time.perf_counter() < end:
+                    k += 1
+                    began = time.perf_counter()
+                    try:
+                        starve_write(writer, client, rp, name, k, nova)
+                    except Exception:
+                        failures += 1
+                        continue
+                    latencies.append(time.perf_counter() - began)
+                    landed = k
+            done_rate = len(claimer.latencies) / (time.perf_counter() - began_cell)
+            claimer.release_all()
+            # The last write reported done must be what Placement holds.
+            if writer == "set_traits":
+                ok = set(admin.providers.get_traits(rp).traits) == set(_traits(landed))
+            else:
+                inv = admin.providers.get_inventories(rp).inventories
+                ok = inv["VCPU"].total == 100000 + landed
+            holds = "yes" if ok else "NO"
+            bad += not ok
+            writes = len(latencies) + failures
+            total = sum(wire.status.values())
+            conflicts = sum(k for (_m, s), k in wire.status.items() if s == 409)
+            lines.append(
+                f"| {rate} | {done_rate:.0f} | {writer} | {writes} "
+                f"| {len(latencies) / max(writes, 1):.0%} "
+                f"| {_ms(latencies, 50)}/{_ms(latencies, 99)} | {total / max(writes, 1):.2f} "
+                f"| {conflicts / max(writes, 1):.2f} "
+                f"| {'-' if nova_ns else f'{slept.count(0.0) / max(writes, 1):.2f}'} "
+                f"| {'-' if nova_ns else f'{sum(slept) / max(writes, 1):.2f}'} | {holds} |"
+            )
+            print(f"  starvation {rate}/s {writer}: done", file=sys.stderr, flush=True)
+    return lines, bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--placement", default="mariadb", choices=["mariadb", "postgresql"])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--agents", type=int, default=20)
+    parser.add_argument("--periods", type=int, default=6, help="periods per phase (not create)")
+    parser.add_argument("--claim-rate", type=float, default=20.0)
+    parser.add_argument("--starve-rates", default="10,30,100")
+    parser.add_argument("--starve-seconds", type=float, default=10.0)
+    parser.add_argument("--skip-fleet", action="store_true")
+    parser.add_argument("--skip-starvation", action="store_true")
+    parser.add_argument("--without-nova", action="store_true")
+    args = parser.parse_args(argv)
+    random.seed(1)
+    quiet_logging()
+    nova = None
+    if not args.without_nova:
+        try:
+            report, version = load_nova()
+        except NovaUnavailable as exc:
+            print(f"nova: {exc}", file=sys.stderr)
+        else:
+            nova = report
+            print(f"nova {version}", file=sys.stderr)
+    variants = [RC_STRICT, RC_AGENT] + ([NOVA] if nova is not None else [])
+    bad = 0
+    began = time.perf_counter()
+    with PlacementCluster(args.placement, workers=args.workers) as cluster:
+        print(
+            f"Placement on {args.placement} x{args.workers} gunicorn workers; "
+            f"{args.agents} agents per variant, {args.periods} periods per phase "
+            f"(60 s simulated, back to back), claims {args.claim_rate:g}/s",
+            flush=True,
+        )
+        if not args.skip_fleet:
+            cells, fleet_bad = fleet(
+                cluster, args.agents, args.periods, args.claim_rate, nova, variants
+            )
+            bad += fleet_bad
+            print("\n".join(["", "Fleet", "", *render_fleet(cells)]), flush=True)
+        if not args.skip_starvation:
+            rates = [int(r) for r in args.starve_rates.split(",")]
+            lines, starve_bad = starvation(cluster, rates, args.starve_seconds, nova)
+            bad += starve_bad
+            print("\n".join(["", "Starvation (one provider)", "", *lines]), flush=True)
+    print(f"\n{time.perf_counter() - began:.0f} s; read-back differences: {bad}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""The agent setting, ``reconcile(max_staleness=...)``: what each period costs, on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+import reportclient
+from reportclient import ProviderSpec
+from reportclient._clients.providers import ProviderClient
+from reportclient._engine.reconcile import AGENT_MAX_STALENESS
+from reportclient.fixture import FakeClock, FakePlacement, make_client
+from tests.unit.conftest import new_uuid
+
+AGG = "5a5b5c5d-0000-4000-8000-000000000001"
+WINDOW = AGENT_MAX_STALENESS
+
+
+@pytest.fixture
+def fake() -> FakePlacement:
+    return FakePlacement()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def providers(fake: FakePlacement, clock: FakeClock) -> ProviderClient:
+    policy = reportclient.default_retry(sleep=lambda _s: None, rand=lambda: 0.5)
+    return make_client(fake, microversion="1.39", retry=policy, clock=clock).providers
+
+
+def tree(
+    root: str, child: str, *, vcpus: int = 16, traits: frozenset[str] = frozenset()
+) -> list[ProviderSpec]:
+    return [
+        ProviderSpec(
+            root,
+            f"cn-{root[:8]}",
+            inventories={"VCPU": vcpus, "MEMORY_MB": 4096, "DISK_GB": 100},
+            traits={"HW_CPU_X86_AVX2", *traits},
+            aggregates={AGG},
+        ),
+        ProviderSpec(child, f"cn-{root[:8]}-gpu", parent=root, inventories={"CUSTOM_GPU": 2}),
+    ]
+
+
+def periods(
+    providers: ProviderClient, specs: list[ProviderSpec], clock: FakeClock, n: int
+) -> list[int]:
+    """Reconcile once a minute, ``n`` times; each period's request count."""
+    counts = []
+    for _ in range(n):
+        clock.advance(60)
+        counts.append(providers.reconcile(specs, max_staleness=WINDOW).requests)
+    return counts
+
+
+def test_steady_periods_inside_the_window_cost_no_request(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    fake.reset_requests()
+
+    assert periods(providers, tree(root, child), clock, 5) == [0, 0, 0, 0, 0]
+    assert fake.requests == []
+
+
+def test_past_the_window_an_unchanged_tree_is_proven_by_its_listing_alone(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    periods(providers, tree(root, child), clock, 5)
+    fake.reset_requests()
+
+    clock.advance(60)  # 360 s after the proof
+    report = providers.reconcile(tree(root, child), max_staleness=WINDOW)
+
+    assert not report.trusted
+    assert [(r.method, r.path.split("?")[0]) for r in fake.requests] == [
+        ("GET", "/resource_providers")
+    ]
+    assert report.requests == 1
+    # and the listing renewed the window
+    assert periods(providers, tree(root, child), clock, 4) == [0, 0, 0, 0]
+
+
+def test_a_changed_description_inside_the_window_costs_one_write(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    fake.reset_requests()
+    clock.advance(60)
+
+    report = providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)
+
+    assert report.trusted and report.written == ((root, "inventories"),)
+    assert [(r.method, r.status) for r in fake.requests] == [("PUT", 200)]
+    assert fake.inventory(root)["VCPU"].total == 32
+    # the write's own generation carries the other fields: the next change is one write too
+    fake.reset_requests()
+    report = providers.reconcile(
+        tree(root, child, vcpus=32, traits=frozenset({"COMPUTE_NET_VIF_MODEL_VIRTIO"})),
+        max_staleness=WINDOW,
+    )
+    assert [(r.method, r.status) for r in fake.requests] == [("PUT", 200)]
+
+
+def test_an_allocation_moving_the_generation_costs_no_field_reread(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    fake.put_allocations(new_uuid(), {root: {"VCPU": 1}})
+    fake.reset_requests()
+    clock.advance(60)
+
+    assert providers.reconcile(tree(root, child), max_staleness=WINDOW).requests == 0
+    report = providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)
+
+    # the write at the cached generation conflicts; only the written field is re-read
+    assert [(r.method, r.path.rsplit("/", 1)[-1], r.status) for r in fake.requests] == [
+        ("PUT", "inventories", 409),
+        ("GET", "inventories", 200),
+        ("PUT", "inventories", 200),
+    ]
+    assert report.requests == 3
+    assert fake.inventory(root)["VCPU"].total == 32
+    # the traits and aggregates cached before the allocation are still trusted
+    fake.reset_requests()
+    assert periods(providers, tree(root, child, vcpus=32), clock, 2) == [0, 0]
+
+
+def test_past_the_window_only_a_provider_whose_generation_moved_is_read(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    fake.put_allocations(new_uuid(), {child: {"CUSTOM_GPU": 1}})
+    fake.reset_requests()
+    clock.advance(WINDOW + 1)
+
+    report = providers.reconcile(tree(root, child), max_staleness=WINDOW)
+
+    paths = [r.path.split("?")[0] for r in fake.requests]
+    assert paths == ["/resource_providers", f"/resource_providers/{child}/inventories"]
+    assert report.written == ()
+
+
+def test_another_writers_change_inside_the_window_is_repaired_once_the_window_ends(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    fake.set_traits(root, ["COMPUTE_TRUSTED_CERTS"])
+
+    clock.advance(60)
+    assert providers.reconcile(tree(root, child), max_staleness=WINDOW).requests == 0
+    assert fake.traits(root) == {"COMPUTE_TRUSTED_CERTS"}  # the risk the window accepts
+
+    clock.advance(WINDOW)
+    report = providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    assert fake.traits(root) == {"HW_CPU_X86_AVX2"}
+    assert report.written == ((root, "traits"),)
+
+
+def test_a_provider_deleted_inside_the_window_is_rebuilt_in_the_same_call(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root = new_uuid()
+    specs = [ProviderSpec(root, "cn", inventories={"VCPU": 4})]
+    providers.reconcile(specs, max_staleness=WINDOW)
+    providers.delete_provider(root)
+
+    clock.advance(60)
+    report = providers.reconcile(
+        [ProviderSpec(root, "cn", inventories={"VCPU": 8})], max_staleness=WINDOW
+    )
+
+    assert report.created == (root,)
+    assert fake.inventory(root)["VCPU"].total == 8
+
+
+def test_a_new_shape_is_proven_at_once_whatever_the_window(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    fake.reset_requests()
+    clock.advance(60)
+
+    report = providers.reconcile(tree(root, child)[:1], max_staleness=WINDOW)
+
+    assert report.deleted == (child,) and not report.trusted
+
+
+def test_the_strict_default_still_reads_every_field(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    fake.reset_requests()
+    clock.advance(60)
+
+    assert providers.reconcile(tree(root, child)).requests == 1 + 4
+
+
+def test_a_negative_window_is_refused() -> None:
+    providers = make_client(FakePlacement()).providers
+    with pytest.raises(reportclient.InvalidInput):
+        providers.reconcile([ProviderSpec(new_uuid(), "cn")], max_staleness=-1)
+
+
+def test_a_write_refused_inside_the_window_makes_the_next_period_prove_the_tree(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root = new_uuid()
+    providers.reconcile(
+        [ProviderSpec(root, "cn", inventories={"VCPU": 8, "MEMORY_MB": 512})],
+        max_staleness=WINDOW,
+    )
+    fake.put_allocations(new_uuid(), {root: {"MEMORY_MB": 256}})
+    clock.advance(60)
+    with pytest.raises(reportclient.InventoryInUse):
+        providers.reconcile(
+            [ProviderSpec(root, "cn", inventories={"VCPU": 8})], max_staleness=WINDOW
+        )
+    fake.reset_requests()
+
+    clock.advance(60)
+    report = providers.reconcile(
+        [ProviderSpec(root, "cn", inventories={"VCPU": 8, "MEMORY_MB": 512})],
+        max_staleness=WINDOW,
+    )
+
+    assert not report.trusted
+    assert fake.requests[0].path.startswith("/resource_providers?in_tree=")
+
+
+def test_merge_inside_the_window_keeps_what_another_agent_added_without_a_request(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root = new_uuid()
+    specs = [ProviderSpec(root, "cn", traits={"HW_CPU_X86_AVX2"})]
+    providers.reconcile(specs, merge=True, max_staleness=WINDOW)
+    fake.set_traits(root, ["HW_CPU_X86_AVX2", "COMPUTE_TRUSTED_CERTS"])
+    fake.reset_requests()
+
+    clock.advance(60)
+    assert providers.reconcile(specs, merge=True, max_staleness=WINDOW).requests == 0
+    clock.advance(WINDOW)
+    providers.reconcile(specs, merge=True, max_staleness=WINDOW)
+
+    assert fake.traits(root) == {"HW_CPU_X86_AVX2", "COMPUTE_TRUSTED_CERTS"}
