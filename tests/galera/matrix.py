@@ -261,8 +261,10 @@ def _judge_fields(
     if recs:
         ok = [op for op in recs if op.outcome == OK]
         latest = max((op.start for op in ok), default=float("-inf"))
-        allowed = {op.value for op in recs if (op.outcome == OK or uncertain_pop(op))
-                   and op.end >= latest}  # fmt: skip
+        # A reconcile is several writes, not one: one that ended in an error
+        # (even PlacementUnavailable, which says only that its last request
+        # went unanswered) may have set the total before it failed.
+        allowed = {op.value for op in recs if op.end >= latest}
         if not ok:
             allowed.add(64)
         if total not in allowed:
