@@ -33,6 +33,7 @@ from reportclient.testing import PlacementAdmin, PlacementServer
 from tests.faultproxy import (
     FaultProxy,
     Match,
+    RuleHandle,
     answer,
     answer_after_forwarding,
     delay,
@@ -217,8 +218,8 @@ def test_lost_claim_whose_reread_fails_is_success_not_capacity_exceeded(
 # -- 3. the slow write: it commits after the client's re-read showed the old generation -----
 
 
-def slow_write(proxy: FaultProxy) -> None:
-    proxy.add_rule("PUT", PUT_PATH, hold(forward_after=Match("GET", PUT_PATH)))
+def slow_write(proxy: FaultProxy) -> RuleHandle:
+    return proxy.add_rule("PUT", PUT_PATH, hold(forward_after=Match("GET", PUT_PATH)))
 
 
 def test_slow_add_committing_after_the_reread_is_outcome_unknown_applied_once(
@@ -243,12 +244,21 @@ def test_slow_claim_committing_after_the_reread_is_outcome_unknown_applied_once(
 ) -> None:
     """A new consumer still missing after the timeout proves nothing: no second write."""
     consumer = new_id()
-    slow_write(proxy)
+    held = slow_write(proxy)
     client = client_for(proxy.url, timeout=IMPATIENT)
     server.clear_requests_seen()
 
     fault = "slow write committed after re-read"
-    state = TALLY.record(fault, claim_all(client, consumer, rp), claimed(admin, rp))
+
+    def claim_then_let_it_land() -> Any:
+        try:
+            return claim_all(client, consumer, rp)()
+        finally:
+            # The client gives up on it at once; the proxy forwards the held PUT
+            # right after relaying the client's re-read, on its own thread.
+            assert held.forwarded.wait(30)
+
+    state = TALLY.record(fault, claim_then_let_it_land, claimed(admin, rp))
 
     assert isinstance(state, OutcomeUnknown), state
     assert puts_seen(server, consumer) == [204]
