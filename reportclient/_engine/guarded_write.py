@@ -9,7 +9,9 @@ between them is here, once:
 
 * a conflict marks the next attempt to read, and records whether the failed
   write was computed from a state just read (contention) or from a cache or
-  guess (a stale premise), which is what the policy's wait depends on;
+  guess (a stale premise), which is what the policy's wait depends on; a
+  contended conflict carries the window the client suggests the writers
+  spread over (``backoff_hint``, from :mod:`reportclient._engine.contention`);
 * a lost answer (reset, read timeout, 5xx) keeps the write as *pending*,
   reads at once, and judges every pending write by the one fate rule
   (:mod:`reportclient._engine.fate`): not landed is dropped, pending is
