@@ -28,6 +28,7 @@ from reportclient._engine.consumer_write import (
     Kind,
     Reader,
     Sent,
+    check_release,
     consumer_evidence,
     written_state,
 )
@@ -206,18 +207,8 @@ class BatchWrite(
         )
 
     def _check_release(self, state: ConsumerAllocations) -> None:
-        """A release empties only what it saw first (see ConsumerWrite)."""
-        seen = self._seen.setdefault(state.consumer_uuid, state.allocations)
-        if not state.allocations or state.allocations == seen:
-            return
-        raise ConsumerChanged(
-            f"another writer changed the consumer since this release read it: it holds "
-            f"{dict(state.allocations)} at generation {state.generation}, where the release "
-            f"saw {dict(seen) or 'nothing'}; nothing was written",
-            state=state,
-            known=None,
-            consumer_uuid=state.consumer_uuid,
-        )
+        """A release empties only what it saw first (the rule ``release`` keeps)."""
+        check_release(state, self._seen.setdefault(state.consumer_uuid, state.allocations))
 
     def _owner(self, part: Part, states: States) -> tuple[str, str]:
         if part.owner is not None:

@@ -234,17 +234,7 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         """Refuse to empty allocations this release never saw (a writer came in between)."""
         if self._seen is None:
             self._seen = state.allocations
-            return
-        if state.allocations == self._seen:
-            return
-        raise ConsumerChanged(
-            f"another writer changed the consumer since this release read it: it holds "
-            f"{_describe(state)}, where the release saw {dict(self._seen)}; nothing was "
-            "removed (force_release removes whatever is there)",
-            state=state,
-            known=None,
-            consumer_uuid=self.consumer,
-        )
+        check_release(state, self._seen)
 
     # -- send ----------------------------------------------------------------
     def send(self, sent: Sent) -> ConsumerAllocations:
@@ -361,6 +351,23 @@ def put_write(
     new = written_state(write, send_type, kept_type)
     cache.put(new, sent=ticket)
     return new
+
+
+def check_release(state: ConsumerAllocations, seen: Mapping[str, Mapping[str, int]]) -> None:
+    """A release empties only what it saw first (``seen``), or nothing at all.
+
+    :raises ConsumerChanged: ``state`` holds other allocations; nothing is written.
+    """
+    if not state.allocations or state.allocations == seen:
+        return
+    raise ConsumerChanged(
+        f"another writer changed the consumer since this release read it: it holds "
+        f"{_describe(state)}, where the release saw {dict(seen) or 'nothing'}; nothing was "
+        "removed (force_release removes whatever is there)",
+        state=state,
+        known=None,
+        consumer_uuid=state.consumer_uuid,
+    )
 
 
 def consumer_evidence(

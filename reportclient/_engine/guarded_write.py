@@ -256,13 +256,23 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
     def _plan(self, state: StateT, fresh: bool) -> SentT | Done[ResultT]:
         try:
             return self.plan(state, fresh)
-        except Exception as exc:
-            if not self.pending or retriable(exc) or isinstance(exc, OutcomeUnknown):
+        except Exception as exc:  # the caller's callback raised, the premise is gone
+            ended = self._ended_by(exc, state)
+            if ended is exc:
                 raise
-            # The operation ends (the caller's callback raised, the premise
-            # is gone), but a write of ours may still land.
-            why = f"the operation ended ({type(exc).__name__}: {exc}) while "
-            raise self.unknown(self.pending[-1], state, why) from exc
+            raise ended from exc
+
+    def _ended_by(self, exc: Exception, state: StateT) -> Exception:
+        """What to raise for ``exc`` ending the operation: itself, or OutcomeUnknown.
+
+        Itself while nothing is open, or when it leaves the operation to the
+        policy; otherwise a write of ours may still land, and the caller must
+        hear that first.
+        """
+        if not self.pending or retriable(exc) or isinstance(exc, OutcomeUnknown):
+            return exc
+        why = f"the operation ended ({type(exc).__name__}: {exc}) while "
+        return self.unknown(self.pending[-1], state, why)
 
     def _settle(self, state: StateT) -> Done[ResultT] | None:
         """Judge every pending write by ``state``; a result when that ends the operation."""
@@ -272,12 +282,11 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         if self.idempotent:
             try:
                 result = self.holds(self.pending[-1], state, open_write)
-            except Exception as exc:
-                if retriable(exc) or isinstance(exc, OutcomeUnknown):
+            except Exception as exc:  # a caller's compute, judging the state
+                ended = self._ended_by(exc, state)
+                if ended is exc:
                     raise
-                # A caller's compute raised while judging: a write may still land.
-                why = f"the operation ended ({type(exc).__name__}: {exc}) while "
-                raise self.unknown(self.pending[-1], state, why) from exc
+                raise ended from exc
             if result is not None:
                 self.pending.clear()
                 return Done(result)
