@@ -57,6 +57,7 @@ from keystoneauth1 import session as ks_session
 
 from reportclient._clients.placement import PlacementClient
 from reportclient._engine.consumer_cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL
+from reportclient._engine.consumer_write import DEFAULT_CONSUMER_TYPE
 from reportclient._wire.transport import (
     DEFAULT_POOL_SIZE,
     DEFAULT_TIMEOUT,
@@ -173,6 +174,15 @@ def _own_opts(oslo_cfg: ModuleType) -> list[cfg.Opt]:
             min=0,
             help="Largest backoff ceiling in seconds.",
         ),
+        oslo_cfg.FloatOpt(
+            "reconcile_max_staleness",
+            min=0,
+            help="Seconds a provider tree reconciled by this client is trusted: an unchanged "
+            "description then costs no request, and the tree is proven again when the "
+            "window ends. 300 is the setting for compute agents (nova's "
+            "resource_provider_association_refresh). Unset: every reconcile proves every "
+            "write.",
+        ),
         oslo_cfg.StrOpt(
             "microversion",
             help="Pin the Placement microversion (1.28 to 1.39) instead of negotiating the "
@@ -221,8 +231,8 @@ def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     ``auth_section`` with the ``password`` plugin's options, adapter
     options (``region_name``, ``valid_interfaces``, ``endpoint_override``,
     ``connect_retries``, ``status_code_retries``...) and reportclient's own
-    (``cache_ttl``, ``cache_size``, ``retry_*``, ``microversion``,
-    ``pool_size``, ``connect_timeout``, ``read_timeout``).
+    (``cache_ttl``, ``cache_size``, ``retry_*``, ``reconcile_max_staleness``,
+    ``microversion``, ``pool_size``, ``connect_timeout``, ``read_timeout``).
 
     :raises MissingExtra: without oslo.config.
     """
@@ -429,6 +439,8 @@ def client_from_conf(
     global_request_id: str | None = None,
     timeout: Timeout | None = None,
     pool_size: int | None = None,
+    default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
+    reconcile_max_staleness: float | None = None,
 ) -> PlacementClient:
     """A client configured by an oslo.config group, as nova configures ``[placement]``.
 
@@ -479,6 +491,10 @@ def client_from_conf(
         microversion=own["microversion"] if microversion is None else microversion,
         global_request_id=global_request_id,
         timeout=pair,
+        default_consumer_type=default_consumer_type,
+        reconcile_max_staleness=own["reconcile_max_staleness"]
+        if reconcile_max_staleness is None
+        else reconcile_max_staleness,
     )
 
 
@@ -517,6 +533,8 @@ def client_from_cloud(
     microversion: str | None = None,
     global_request_id: str | None = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
+    default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
+    reconcile_max_staleness: float | None = None,
 ) -> PlacementClient:
     """A client for a ``clouds.yaml`` cloud, through openstacksdk.
 
@@ -548,6 +566,8 @@ def client_from_cloud(
         microversion=microversion,
         global_request_id=global_request_id,
         timeout=timeout,
+        default_consumer_type=default_consumer_type,
+        reconcile_max_staleness=reconcile_max_staleness,
     )
 
 
@@ -561,6 +581,8 @@ def client_from_env(
     global_request_id: str | None = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
     pool_size: int = DEFAULT_POOL_SIZE,
+    default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
+    reconcile_max_staleness: float | None = None,
 ) -> PlacementClient:
     """A client configured by ``OS_*`` environment variables, as the ``openstack`` CLI reads them.
 
@@ -601,6 +623,8 @@ def client_from_env(
         microversion=microversion or args.os_placement_api_version or None,
         global_request_id=global_request_id,
         timeout=pair,
+        default_consumer_type=default_consumer_type,
+        reconcile_max_staleness=reconcile_max_staleness,
         # The generic OS_SERVICE_TYPE and OS_ENDPOINT_OVERRIDE name some other
         # service as often as Placement; only the OS_PLACEMENT_* ones are read.
         service_type=args.os_placement_service_type or _SERVICE_TYPE,

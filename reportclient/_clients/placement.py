@@ -105,6 +105,10 @@ class PlacementClient:
         a write creates when the caller names none: ``"INSTANCE"``, as nova
         writes; cyborg's claims may say ``"ACCELERATOR"``. A consumer that
         exists keeps its own type unless the caller names one.
+    :param reconcile_max_staleness: the agent setting for every
+        ``providers.reconcile`` that does not pass its own ``max_staleness``:
+        None (strict, every write proven) or 300 (``ProviderClient.AGENT_MAX_STALENESS``,
+        nova's association refresh) for a compute agent (README "The agent setting").
     """
 
     def __init__(
@@ -119,6 +123,7 @@ class PlacementClient:
         global_request_id: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
         default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
+        reconcile_max_staleness: float | None = None,
     ) -> None:
         self._default_type = validate_consumer_type(default_consumer_type)
         self._transport = Transport(
@@ -137,6 +142,7 @@ class PlacementClient:
             clock=clock,
             consumer_cache=self._cache,
             contention=self._contention,
+            reconcile_max_staleness=reconcile_max_staleness,
         )
 
     @classmethod
@@ -152,6 +158,7 @@ class PlacementClient:
         global_request_id: str | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
         default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
+        reconcile_max_staleness: float | None = None,
         pool_size: int | None = None,
         **adapter_kwargs: Any,
     ) -> PlacementClient:
@@ -177,6 +184,7 @@ class PlacementClient:
             global_request_id=global_request_id,
             timeout=timeout,
             default_consumer_type=default_consumer_type,
+            reconcile_max_staleness=reconcile_max_staleness,
         )
 
     @classmethod

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from types import EllipsisType
 from typing import Any
 from urllib.parse import urlencode
 
@@ -45,6 +46,7 @@ from reportclient._model.providers import (
 from reportclient._model.reshape import Reshape, ReshapeState
 from reportclient._model.validation import (
     validate_custom_name,
+    validate_max_staleness,
     validate_name_prefix,
     validate_names,
     validate_provider_name,
@@ -86,6 +88,9 @@ class ProviderClient:
     :param cache_ttl: seconds a provider field read or written is trusted
         for the next write's content and generation (0: never; see
         :mod:`reportclient._engine.provider_cache`).
+    :param reconcile_max_staleness: the ``max_staleness`` of every
+        :meth:`reconcile` that does not pass its own: None (strict, every
+        write proven) or :attr:`AGENT_MAX_STALENESS` for a compute agent.
     """
 
     #: ``reconcile(specs, max_staleness=...)`` recommended for a compute agent: 300 s,
@@ -101,7 +106,9 @@ class ProviderClient:
         clock: Callable[[], float] = time.monotonic,
         consumer_cache: ConsumerCache | None = None,
         contention: ContentionMemory | None = None,
+        reconcile_max_staleness: float | None = None,
     ) -> None:
+        self._max_staleness = validate_max_staleness(reconcile_max_staleness)
         self._transport = transport
         self._retry = retry
         self.cache = ProviderCache(cache_ttl, clock)
@@ -440,7 +447,7 @@ class ProviderClient:
         merge: bool = False,
         delete_roots: Iterable[str] = (),
         global_request_id: str | None = None,
-        max_staleness: float | None = None,
+        max_staleness: float | EllipsisType | None = ...,
     ) -> ReconcileReport:
         """Make provider trees match ``specs``, deleting what the caller dropped.
 
@@ -453,9 +460,10 @@ class ProviderClient:
             describes, each deleted with its tree.
         :param max_staleness: the agent setting: seconds this client trusts
             the tree it last proved and what it last read or wrote (an
-            unchanged description then costs nothing). None (the default)
-            proves every write. :attr:`AGENT_MAX_STALENESS` (300, nova's
-            association refresh) is recommended for a compute agent.
+            unchanged description then costs nothing). None proves every
+            write. :attr:`AGENT_MAX_STALENESS` (300, nova's association
+            refresh) is recommended for a compute agent. Not given: the
+            client's ``reconcile_max_staleness`` (None unless configured).
         :raises ProviderInUse: a provider to delete still has allocations;
             raised after everything else is done, naming it.
         """
@@ -465,7 +473,7 @@ class ProviderClient:
             merge=merge,
             delete_roots=delete_roots,
             global_request_id=global_request_id,
-            max_staleness=max_staleness,
+            max_staleness=self._max_staleness if max_staleness is ... else max_staleness,
             memory=self._trees,
         )
 

@@ -78,7 +78,7 @@ from reportclient._model.providers import (
     ProviderTraits,
     ResourceProvider,
 )
-from reportclient._model.validation import validate_uuids
+from reportclient._model.validation import validate_max_staleness, validate_uuids
 from reportclient.errors import (
     CannotDeleteParent,
     DuplicateName,
@@ -679,10 +679,11 @@ def reconcile(
     both = sorted(set(named) & {s.uuid for s in described})
     if both:
         raise InvalidInput(f"delete_roots names described providers: {', '.join(both)}")
+    max_staleness = validate_max_staleness(max_staleness)
     if max_staleness is None:
         return _reconcile(_Run(client, merge, global_request_id), described, named)
-    if max_staleness < 0 or memory is None:
-        raise InvalidInput(f"max_staleness must be >= 0 with a memory, got {max_staleness!r}")
+    if memory is None:
+        raise InvalidInput("max_staleness needs a memory of the trees proven")
     if not named and memory.fresh(described, merge, max_staleness):
         run = _Run(client, merge, global_request_id, trust_listing=True)
         if run.remembered(described):

@@ -8,6 +8,7 @@ value model's types and the engine call these; nothing else re-checks.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
@@ -89,6 +90,23 @@ def validate_consumer_type(value: object) -> str:
             f"characters, got {value!r}"
         )
     return value
+
+
+def validate_max_staleness(value: object) -> float | None:
+    """Return ``value`` if it is None or a finite number of seconds >= 0.
+
+    :raises InvalidInput: otherwise (a bool, a string, NaN, a negative number).
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise InvalidInput(f"max_staleness must be None or seconds >= 0, got {value!r}")
+    return float(value)
 
 
 def normalize_allocations(allocations: object) -> dict[str, dict[str, int]]:

@@ -104,6 +104,26 @@ def test_conf_admin_token_talks_to_its_endpoint_without_keystone(wire, tmp_path)
     assert wire.request_history[-1].headers["X-Auth-Token"] == "admin"
 
 
+def test_conf_sets_the_agent_setting_and_a_keyword_wins(wire, tmp_path):
+    conf = make_conf(
+        tmp_path,
+        f"auth_type = admin_token\nendpoint = {URL}\ntoken = a\nreconcile_max_staleness = 300",
+    )
+    assert config.client_from_conf(conf).providers._max_staleness == 300.0
+    assert config.client_from_conf(conf, reconcile_max_staleness=60).providers._max_staleness == 60
+    unset = make_conf(tmp_path, f"auth_type = admin_token\nendpoint = {URL}\ntoken = a")
+    assert config.client_from_conf(unset).providers._max_staleness is None
+
+
+def test_conf_refuses_a_negative_agent_setting(wire, tmp_path):
+    conf = make_conf(
+        tmp_path,
+        f"auth_type = admin_token\nendpoint = {URL}\ntoken = a\nreconcile_max_staleness = -1",
+    )
+    with pytest.raises(reportclient.InvalidInput, match="reconcile_max_staleness"):
+        config.client_from_conf(conf)
+
+
 def test_conf_timeout_bounds_every_request_and_discovery(wire, tmp_path):
     conf = make_conf(tmp_path, f"auth_type = admin_token\nendpoint = {URL}\ntoken = a\ntimeout = 7")
     wire.get(f"{URL}/allocations/{CONSUMER}", **MISSING)

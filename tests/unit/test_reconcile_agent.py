@@ -256,3 +256,36 @@ def test_merge_inside_the_window_keeps_what_another_agent_added_without_a_reques
     providers.reconcile(specs, merge=True, max_staleness=WINDOW)
 
     assert fake.traits(root) == {"HW_CPU_X86_AVX2", "COMPUTE_TRUSTED_CERTS"}
+
+
+def test_the_agent_setting_can_be_the_clients_default(
+    fake: FakePlacement, clock: FakeClock
+) -> None:
+    """``reconcile_max_staleness`` on the client: a compute agent configures it once."""
+    policy = reportclient.default_retry(sleep=lambda _s: None, rand=lambda: 0.5)
+    client = make_client(
+        fake, microversion="1.39", retry=policy, clock=clock, reconcile_max_staleness=WINDOW
+    )
+    root, child = new_uuid(), new_uuid()
+    specs = tree(root, child)
+    client.providers.reconcile(specs)
+
+    clock.advance(60)
+    assert client.providers.reconcile(specs).requests == 0  # inside the window: nothing
+    clock.advance(60)
+    strict = client.providers.reconcile(specs, max_staleness=None)  # one call asks for proof
+    assert strict.requests > 0
+    clock.advance(WINDOW)
+    assert client.providers.reconcile(specs).requests > 0  # the window ended: proven again
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "300", True])
+def test_a_bad_agent_setting_is_refused_before_any_request(
+    fake: FakePlacement, bad: object
+) -> None:
+    with pytest.raises(reportclient.InvalidInput, match="max_staleness"):
+        make_client(fake, microversion="1.39", reconcile_max_staleness=bad)
+    providers = make_client(fake, microversion="1.39").providers
+    with pytest.raises(reportclient.InvalidInput, match="max_staleness"):
+        providers.reconcile(tree(new_uuid(), new_uuid()), max_staleness=bad)  # type: ignore[arg-type]
+    assert fake.requests == []
