@@ -56,6 +56,7 @@ from reportclient._model.validation import (
     validate_uuid,
 )
 from reportclient._wire.negotiation import format_version, parse_version
+from reportclient._wire.responses import nothing_to_delete
 from reportclient._wire.transport import (
     DEFAULT_POOL_SIZE,
     DEFAULT_TIMEOUT,
@@ -81,7 +82,6 @@ __all__ = ["PlacementClient"]
 Timeout = float | tuple[float, float]
 
 
-_NO_ALLOCATIONS = "No allocations for consumer"
 _READS = frozenset({"GET", "HEAD"})
 
 
@@ -426,9 +426,7 @@ class PlacementClient:
                 global_request_id=validate_request_id(global_request_id),
             )
         except PlacementError as exc:
-            # Placement's words for "nothing to delete"; any other 404 (a
-            # wrong endpoint) is an error, not an empty consumer.
-            if exc.status != 404 or _NO_ALLOCATIONS not in (exc.detail or ""):
+            if not nothing_to_delete(exc):
                 raise
             deleted = False
         else:

@@ -54,6 +54,7 @@ from reportclient._model.validation import (
     validate_uuid,
     validate_uuids,
 )
+from reportclient._wire.responses import nothing_to_delete
 from reportclient._wire.transport import Transport, validate_request_id
 from reportclient.errors import (
     CannotDeleteParent,
@@ -74,9 +75,6 @@ _UNSET: Any = object()
 #: clears it. A provider still in use after this many rounds is being
 #: allocated against as fast as it is cleared: that is the caller's to stop.
 CASCADE_ROUNDS = 3
-# Placement's words for "this consumer holds nothing" on DELETE /allocations
-# (PlacementClient.force_release tells the same 404 apart by them).
-_NO_ALLOCATIONS = "No allocations for consumer"
 
 
 class ProviderClient:
@@ -267,7 +265,7 @@ class ProviderClient:
                 global_request_id=request_id,
             )
         except PlacementError as exc:
-            if exc.status != 404 or _NO_ALLOCATIONS not in (exc.detail or ""):
+            if not nothing_to_delete(exc):
                 raise
         self._consumer_cache.put(ConsumerAllocations.missing(consumer), sent=ticket)
 
