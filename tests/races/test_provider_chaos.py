@@ -231,3 +231,9 @@ def test_provider_chaos_loses_clobbers_and_applies_nothing_twice(
         f"seed {seed} on {cluster.database}:\n" + "\n".join(evidence)
         + f"\noperations on what it names:\n{excerpt(cell, evidence)}"
     )  # fmt: skip
+    # KNOWN CLIENT BUG, left failing on purpose: reconcile's tree listing
+    # (reportclient/_engine/reconcile.py, list_trees: list_providers(in_tree=anchor)) sends no
+    # global request id, so an operator cannot tie that GET to the reconcile that sent it, and
+    # a fault meeting it is charged to nobody. Every request an operation sends carries its id.
+    anonymous = Counter((method, label) for rid, method, label in proxy.trace if not rid)
+    assert not anonymous, f"requests without their operation's request id: {dict(anonymous)}"
