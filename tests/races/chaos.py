@@ -35,12 +35,14 @@ _POLL = 0.005
 
 @dataclass(frozen=True)
 class Fault:
-    """Inject ``action`` into every ``every``-th ``method`` request to /allocations."""
+    """Inject ``action`` into every ``every``-th ``method`` request under ``path``."""
 
     label: str
     method: str
     every: int
     action: Action
+    #: "/" for every path: the provider chaos test also hits inventory, trait and aggregate writes.
+    path: str = "/allocations/"
 
 
 FAULTS = (
@@ -56,11 +58,11 @@ BUDGET = 15
 class TracingProxy(FaultProxy):
     """A FaultProxy that notes ``(request id, method, fault label)`` for every request."""
 
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, upstream_port: int, faults: Sequence[Fault] = FAULTS) -> None:
         super().__init__(upstream_port=upstream_port)
         self.trace: list[tuple[str, str, str]] = []
         self._trace_lock = threading.Lock()
-        self._labels = {fault.action: fault.label for fault in FAULTS}
+        self._labels = {fault.action: fault.label for fault in faults}
 
     def _apply(
         self, sock: socket.socket, request: Any, handle: RuleHandle | None
@@ -125,18 +127,22 @@ class RuleScheduler(Background):
         self.next_at = {fault.label: fault.every for fault in self.faults}
 
     def step(self) -> bool:
-        seen = Counter(r.method for r in self.proxy.log if r.path.startswith("/allocations/"))
+        paths = {fault.path for fault in self.faults}
+        seen = Counter(
+            (r.method, path) for r in self.proxy.log for path in paths if r.path.startswith(path)
+        )
         for fault in self.faults:
+            count = seen[fault.method, fault.path]
             handle = self.armed.get(fault.label)
             if handle is not None:
                 if not handle.applied.is_set():
                     continue
                 del self.armed[fault.label]
                 self.fired[fault.label] += 1
-                self.next_at[fault.label] = seen[fault.method] + fault.every - 1
-            if self.fired[fault.label] < BUDGET and seen[fault.method] >= self.next_at[fault.label]:
+                self.next_at[fault.label] = count + fault.every - 1
+            if self.fired[fault.label] < BUDGET and count >= self.next_at[fault.label]:
                 self.armed[fault.label] = self.proxy.add_rule(
-                    fault.method, "/allocations/", fault.action
+                    fault.method, fault.path, fault.action
                 )
         return False
 
@@ -160,14 +166,17 @@ class WorkerKiller(Background):
         return True
 
 
-def fault_rows(workload: str, checker: Checker, proxy: TracingProxy) -> list[list[object]]:
+def fault_rows(
+    workload: str, checker: Checker, proxy: TracingProxy, extra: Sequence[str] = ()
+) -> list[list[object]]:
     """Per fault kind: injected, how the operations it met ended, applied twice and lost.
 
     An operation can meet several faults (a write's answer dropped, then its re-read answered
     503) and is counted under each; "alone" counts the faults that met an operation no other
     fault met, and how many of those operations succeeded. A violation about a consumer is
     charged to every kind of fault that met an operation on that consumer (one about no single
-    consumer to every kind): an upper bound, whose zeros are exact.
+    consumer to every kind): an upper bound, whose zeros are exact. ``extra`` names further
+    categories counted the same way, one column each after "lost".
     """
     ops = {op.request_id: op for op in checker.ops}
     met = Counter(rid for rid, _ in proxy.injected())
@@ -197,7 +206,8 @@ def fault_rows(workload: str, checker: Checker, proxy: TracingProxy) -> list[lis
         rows.append(
             [workload, label, injected[label], recovered[label], typed or "-",
              f"{alone_ok[label]}/{alone[label]}",
-             checker.verdict.count("applied twice", mine), checker.verdict.count("lost", mine)]
+             checker.verdict.count("applied twice", mine), checker.verdict.count("lost", mine),
+             *(checker.verdict.count(category, mine) for category in extra)]
         )  # fmt: skip
     return rows
 
