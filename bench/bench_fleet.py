@@ -579,7 +579,7 @@ def starvation(
                 f"| {'-' if nova_ns else f'{slept.count(0.0) / max(writes, 1):.2f}'} "
                 f"| {'-' if nova_ns else f'{sum(slept) / max(writes, 1):.2f}'} | {holds} |"
             )
-            print(f"  starvation {rate}/s {writer}: done", file=sys.stderr, flush=True)
+            print(f"  starvation {rate}/s {writer}: {lines[-1]}", file=sys.stderr, flush=True)
     return lines, bad
 
 

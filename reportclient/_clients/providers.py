@@ -60,6 +60,7 @@ from reportclient.errors import (
     CannotDeleteParent,
     InvalidInput,
     PlacementError,
+    PlacementUnavailable,
     ProviderInUse,
     ProviderNotFound,
 )
@@ -196,8 +197,13 @@ class ProviderClient:
         """Rename and/or re-parent a provider (``parent_provider_uuid=None`` un-parents, 1.37+).
 
         Placement's PUT needs the name, so one that is not changing is read first.
+        The PUT carries no generation and sets what it says, so a lost answer
+        is settled by reading: the provider as asked is the result.
 
         :raises DuplicateName: the new name is taken.
+        :raises PlacementUnavailable: Placement did not answer; with
+            ``outcome_unknown`` True, the write may still land and the read
+            after it showed the provider otherwise (or failed).
         """
         uuid = validate_uuid(uuid, "uuid")
         if name is None and parent_provider_uuid is _UNSET:
@@ -210,7 +216,18 @@ class ProviderClient:
             if parent_provider_uuid is not None:
                 parent_provider_uuid = validate_uuid(parent_provider_uuid, "parent_provider_uuid")
             body["parent_provider_uuid"] = parent_provider_uuid
-        reply = self._request("PUT", f"/resource_providers/{uuid}", body, global_request_id)
+        try:
+            reply = self._request("PUT", f"/resource_providers/{uuid}", body, global_request_id)
+        except PlacementUnavailable as exc:
+            if not exc.outcome_unknown:
+                raise
+            # Unguarded and idempotent: a read that shows what was asked settles it.
+            now = self.get_provider(uuid, global_request_id=global_request_id)
+            if now.name == body["name"] and now.parent_provider_uuid == body.get(
+                "parent_provider_uuid", now.parent_provider_uuid
+            ):
+                return now
+            raise
         return ResourceProvider.from_json(reply)
 
     def delete_provider(

@@ -247,7 +247,8 @@ class _Run:
             if anchor in found:
                 continue  # an earlier listing held it, hence its whole tree
             self.requests += 1
-            found.update((rp.uuid, rp) for rp in self.client.list_providers(in_tree=anchor))
+            listed = self.client.list_providers(in_tree=anchor, global_request_id=self.request_id)
+            found.update((rp.uuid, rp) for rp in listed)
         return found
 
     def check(
