@@ -8,6 +8,10 @@ attempt of every client here writes exactly once), and the total is checked agai
 PUTs the server saw. The final usage is checked against the successful operations, so a
 lost update would show. Bounded by a per-thread operation count and a time budget after
 which no thread starts a new operation.
+
+The thread runner (:func:`run_groups`), the per-group figures (:func:`group_result`) and
+their summary over rounds (:func:`summarise`) also serve the production shape's contention
+and mixed cells (``bench_cluster``, ``bench_mixed``): one way to run and count writers.
 """
 
 from __future__ import annotations
