@@ -31,8 +31,9 @@ from typing import Any
 
 import tenacity
 from bench_common import INVENTORY, latency_ms, mark, package_version
-from bench_contention import contention_cell
+from bench_contention import contention_cell, rotations, summarise
 from bench_drivers import BareDriver, Driver, NovaDriver, ReportclientDriver
+from bench_mixed import mixed, mixed_table, mixed_targets
 from bench_report import table
 
 from reportclient._wire.transport import size_pool
@@ -144,11 +145,9 @@ def fresh_claims(
         for driver in made.values():
             _claims_cell(driver, warm_rp, threads, per_thread, meter)
         cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-        for r in range(rounds):
-            shift = r % len(names)
-            for name in [*names[shift:], *names[:shift]]:
-                rp = admin.create_provider(inventory=INVENTORY)
-                cells[name].append(_claims_cell(made[name], rp, threads, per_thread, meter))
+        for name in rotations(names, rounds):
+            rp = admin.create_provider(inventory=INVENTORY)
+            cells[name].append(_claims_cell(made[name], rp, threads, per_thread, meter))
         for name in names:
             rows.append(_claims_row(threads, name, cells[name], cells.get(BARE)))
     return rows
@@ -196,43 +195,24 @@ def contention(
     """One row per (writers, variant), summed over ``rounds[writers]`` interleaved cells."""
     rows: list[dict[str, Any]] = []
     for writers in writers_list:
-        names = list(factories)
-        cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        cells: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
         per_writer = max(1, updates[writers] // (writers * rounds[writers]))
-        for r in range(rounds[writers]):
-            shift = r % len(names)
-            for name in [*names[shift:], *names[:shift]]:
-                cells[name].append(
-                    contention_cell(
-                        factories[name], "consumer", writers, per_writer, budget, admin, None, meter
-                    )
+        for name in rotations(list(factories), rounds[writers]):
+            cells[name].append(
+                contention_cell(
+                    factories[name], "consumer", writers, per_writer, budget, admin, None, meter
                 )
-        for name in names:
-            done = cells[name]
-            ops = sum(c["ops"] for c in done)
-            ok = sum(c["ok"] for c in done)
-            cpu = sum(c["placement_cpu_s"] for c in done)
-            errors: Counter[str] = Counter()
-            for c in done:
-                errors.update(c["errors"])
-            latencies = [x for c in done for x in c["latencies_s"]]
-            rows.append(
-                {
-                    **latency_ms(latencies),
-                    "writers": writers,
-                    "variant": name,
-                    "ops": ops,
-                    "ok": ok,
-                    "errors": dict(errors),
-                    "success_rate": ok / ops if ops else 0.0,
-                    "updates_per_s": ok / sum(c["wall_s"] for c in done),
-                    "requests_per_op": sum(c["requests_per_op"] * c["ops"] for c in done) / ops,
-                    "puts_per_op": sum(c["client_puts"] for c in done) / ops,
-                    "cpu_ms_per_success": 1000 * cpu / ok if ok else float("inf"),
-                    "lost_updates": sum(c["lost_updates"] for c in done),
-                    "hit_time_budget": any(c["hit_time_budget"] for c in done),
-                }
             )
+        for name, done in cells.items():
+            row = summarise(done)
+            ok, cpu = row["ok"], sum(c["placement_cpu_s"] for c in done)
+            row.update(
+                writers=writers,
+                variant=name,
+                updates_per_s=row.pop("ok_per_s"),
+                cpu_ms_per_success=1000 * cpu / ok if ok else float("inf"),
+            )
+            rows.append(row)
     return rows
 
 
@@ -291,8 +271,12 @@ def run(
             sizes["contention_rounds"],
             sizes["budget"],
         )
+        mixed_rows: list[dict[str, Any]] = []
+        if sizes.get("mixed"):
+            progress(f"production shape: mixed cell on {database} x{workers}")
+            mixed_rows = mixed(writers, admin, meter, sizes["mixed"])
         admin.close()
-    results = {"fresh_claims": claims, "contention": rows}
+    results = {"fresh_claims": claims, "contention": rows, "mixed": mixed_rows}
     results["targets"] = cluster_targets(results)
     return meta, results
 
@@ -388,7 +372,7 @@ def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "pass": rc["success_rate"] >= nova_rate,
             }
         )
-    return out
+    return out + mixed_targets(results.get("mixed", []), RC, NOVA, NOVA_CONTROL)
 
 
 def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
@@ -468,6 +452,16 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
                 for r in results["contention"]
             ],
         )
+    mixed_rows = results.get("mixed")
+    if mixed_rows:
+        shape = (meta.get("sizes") or {}).get("mixed", {})
+        lines += [
+            "",
+            f"Mixed: {shape.get('pair', 2)} writers (one client each) add 1 VCPU to one "
+            f"consumer while {shape.get('claimers', 14)} threads (one client each) claim fresh "
+            "consumers on the same provider; the first group done stops the other",
+        ]
+        lines += table(*mixed_table(mixed_rows))
     lines += ["", "Targets"]
     lines += table(
         ["target", "goal", "measured", ""],

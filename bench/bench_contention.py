@@ -8,6 +8,10 @@ attempt of every client here writes exactly once), and the total is checked agai
 PUTs the server saw. The final usage is checked against the successful operations, so a
 lost update would show. Bounded by a per-thread operation count and a time budget after
 which no thread starts a new operation.
+
+The thread runner (:func:`run_groups`), the per-group figures (:func:`group_result`) and
+their summary over rounds (:func:`summarise`) also serve the production shape's contention
+and mixed cells (``bench_cluster``, ``bench_mixed``): one way to run and count writers.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +31,7 @@ from reportclient.testing import PlacementAdmin
 
 
 @dataclass
-class _Worker:
+class Worker:
     driver: Driver
     latencies: list[float] = field(default_factory=list)
     retries: list[int] = field(default_factory=list)
@@ -35,10 +39,16 @@ class _Worker:
     ok: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     crashed: BaseException | None = None
+    #: ``perf_counter()`` when the worker's loop ended: a group's wall time ends at its last.
+    ended: float = 0.0
+
+
+#: A group of workers running one operation ``count`` times each.
+Group = tuple[list[Worker], Callable[[Driver], None], int]
 
 
 def _work(
-    worker: _Worker,
+    worker: Worker,
     op: Callable[[Driver], None],
     count: int,
     deadline_box: list[float],
@@ -63,6 +73,68 @@ def _work(
             worker.requests.append(sum(counts.values()) - total)
     except BaseException as exc:  # surfaced by the caller
         worker.crashed = exc
+    finally:
+        worker.ended = time.perf_counter()
+
+
+def run_groups(
+    groups: list[Group], budget: float, meter: Callable[[], float] | None = None
+) -> tuple[list[float], float | None]:
+    """Start every group's threads at one barrier; return each group's wall time and the CPU.
+
+    No thread starts a new operation after ``budget`` seconds, nor once any one group has
+    finished: a mixed cell measures groups *beside* each other, and a group left running
+    alone would be measured without the load the cell is about. ``meter``, when given, reads
+    the server's CPU seconds so far; the CPU returned is what it spent while the groups ran.
+    """
+    barrier = threading.Barrier(sum(len(workers) for workers, _, _ in groups) + 1)
+    deadline_box = [float("inf")]
+    threads = [
+        [
+            threading.Thread(target=_work, args=(w, op, count, deadline_box, barrier), daemon=True)
+            for w in workers
+        ]
+        for workers, op, count in groups
+    ]
+    for thread in (t for group in threads for t in group):
+        thread.start()
+    cpu_before = meter() if meter is not None else 0.0
+    deadline_box[0] = time.perf_counter() + budget
+    barrier.wait()
+    began = time.perf_counter()
+    # Bounded: no new operation starts after the budget, and every client gives up within
+    # its own retry limits (reportclient 30 s, nova 4 tries of <= 6 s sleeps).
+    limit = began + budget + 60
+    while any(t.is_alive() for group in threads for t in group) and time.perf_counter() < limit:
+        if any(not any(t.is_alive() for t in group) for group in threads):
+            deadline_box[0] = min(deadline_box[0], time.perf_counter())
+        time.sleep(0.02)
+    cpu = meter() - cpu_before if meter is not None else None
+    for worker in (w for workers, _, _ in groups for w in workers):
+        if worker.crashed is not None:
+            raise RuntimeError("a benchmark thread crashed") from worker.crashed
+    if any(t.is_alive() for group in threads for t in group):
+        raise RuntimeError("a benchmark thread did not finish in time")
+    walls = [max((w.ended for w in workers), default=began) - began for workers, _, _ in groups]
+    return walls, cpu
+
+
+def shared_consumer(admin: PlacementAdmin, rp: str) -> str:
+    """A new consumer holding 1 VCPU on ``rp``, for writers to add to."""
+    shared = str(uuid.uuid4())
+    resp = admin.put_allocations(
+        shared,
+        {
+            "allocations": {rp: {"resources": {"VCPU": 1}}},
+            "consumer_generation": None,
+            "project_id": PROJECT,
+            "user_id": USER,
+            "consumer_type": CONSUMER_TYPE,
+        },
+    )
+    if resp.status_code != 204:
+        raise RuntimeError(f"cannot create the shared consumer: {resp.text[:200]}")
+    return shared
 
 
 def contention_cell(
@@ -82,23 +154,9 @@ def contention_cell(
     CPU spent while the operations ran (``placement_cpu_s``).
     """
     rp = admin.create_provider(inventory=INVENTORY)
-    shared = str(uuid.uuid4())
-    start_vcpu = 0
-    if kind == "consumer":
-        resp = admin.put_allocations(
-            shared,
-            {
-                "allocations": {rp: {"resources": {"VCPU": 1}}},
-                "consumer_generation": None,
-                "project_id": PROJECT,
-                "user_id": USER,
-                "consumer_type": CONSUMER_TYPE,
-            },
-        )
-        if resp.status_code != 204:
-            raise RuntimeError(f"cannot create the shared consumer: {resp.text[:200]}")
-        start_vcpu = 1
-    workers = [_Worker(make_driver()) for _ in range(clients)]
+    shared = shared_consumer(admin, rp) if kind == "consumer" else ""
+    start_vcpu = 1 if kind == "consumer" else 0
+    workers = [Worker(make_driver()) for _ in range(clients)]
     if kind == "consumer":
         for worker in workers:
             worker.driver.warm(shared)
@@ -110,48 +168,30 @@ def contention_cell(
         def op(driver: Driver) -> None:
             driver.claim(str(uuid.uuid4()), rp)
 
-    barrier = threading.Barrier(clients + 1)
-    deadline_box = [float("inf")]
-    threads = [
-        threading.Thread(
-            target=_work, args=(w, op, ops_per_client, deadline_box, barrier), daemon=True
-        )
-        for w in workers
-    ]
-    for thread in threads:
-        thread.start()
     position = wire.mark() if wire is not None else 0
-    cpu_before = meter() if meter is not None else 0.0
-    deadline_box[0] = time.perf_counter() + budget
-    barrier.wait()
-    began = time.perf_counter()
-    for thread in threads:
-        # Bounded: no new operation starts after the budget, and every client gives up
-        # within its own retry limits (reportclient 30 s, nova 4 tries of <= 6 s sleeps).
-        thread.join(budget + 60)
-    wall = time.perf_counter() - began
-    cpu = meter() - cpu_before if meter is not None else None
-    for worker in workers:
-        if worker.crashed is not None:
-            raise RuntimeError("a benchmark thread crashed") from worker.crashed
-    if any(t.is_alive() for t in threads):
-        raise RuntimeError("a benchmark thread did not finish in time")
+    (wall,), cpu = run_groups([(workers, op, ops_per_client)], budget, meter)
     planned = clients * ops_per_client
-    result = _cell_result(workers, wall, rp, start_vcpu, admin, wire, position, planned)
+    vcpu = admin.usages(rp).get("VCPU", 0)
+    result = group_result(workers, wall, vcpu, start_vcpu, planned, wire, position)
     result["placement_cpu_s"] = cpu
     return result
 
 
-def _cell_result(
-    workers: list[_Worker],
+def group_result(
+    workers: list[Worker],
     wall: float,
-    rp: str,
+    usage_vcpu: int,
     start_vcpu: int,
-    admin: PlacementAdmin,
-    wire: WireCounter | None,
-    position: int,
     planned: int,
+    wire: WireCounter | None = None,
+    position: int = 0,
 ) -> dict[str, Any]:
+    """One group's figures; ``usage_vcpu`` is what its writes hold, read back after the run.
+
+    ``start_vcpu`` is what they held before it: the difference from ``start_vcpu`` plus the
+    successful operations is a lost update (or, negative, a write that landed after its
+    client reported failure).
+    """
     latencies = [x for w in workers for x in w.latencies]
     retries = [x for w in workers for x in w.retries]
     requests = [x for w in workers for x in w.requests]
@@ -162,7 +202,7 @@ def _cell_result(
     ops = len(retries)
     server_puts = wire.count_since(position, "PUT") if wire is not None else None
     client_puts = sum(w.driver.wire.counts["PUT"] for w in workers)
-    vcpu = admin.usages(rp).get("VCPU", 0)
+    vcpu = usage_vcpu
     return {
         "ops": ops,
         "ok": ok,
@@ -206,3 +246,39 @@ def contention(
                 cell.update({"client": name, "kind": kind, "clients": clients, "budget_s": budget})
                 out["cells"].append(cell)
     return out
+
+
+def rotations(names: list[str], rounds: int) -> Iterator[str]:
+    """Each name once per round, the order rotating (A B C, B C A, ...).
+
+    Drift on a shared machine then hits every variant alike instead of whichever runs last.
+    """
+    for r in range(rounds):
+        shift = r % len(names)
+        yield from [*names[shift:], *names[:shift]]
+
+
+def summarise(done: list[dict[str, Any]]) -> dict[str, Any]:
+    """One variant's figures over its rounds (``done``: :func:`group_result` dicts).
+
+    Rates are successful operations over the summed wall time; latencies are pooled, so the
+    p99 is the p99 of every operation rather than a median of per-round p99s.
+    """
+    ops = sum(c["ops"] for c in done)
+    ok = sum(c["ok"] for c in done)
+    wall = sum(c["wall_s"] for c in done)
+    errors: Counter[str] = Counter()
+    for c in done:
+        errors.update(c["errors"])
+    return {
+        **latency_ms([x for c in done for x in c["latencies_s"]]),
+        "ops": ops,
+        "ok": ok,
+        "errors": dict(errors),
+        "success_rate": ok / ops if ops else 0.0,
+        "ok_per_s": ok / wall if wall else 0.0,
+        "requests_per_op": sum(c["requests_per_op"] * c["ops"] for c in done) / ops if ops else 0.0,
+        "puts_per_op": sum(c["client_puts"] for c in done) / ops if ops else 0.0,
+        "lost_updates": sum(c["lost_updates"] for c in done),
+        "hit_time_budget": any(c["hit_time_budget"] for c in done),
+    }

@@ -5,7 +5,8 @@ Usage: ``python bench/run.py [--quick] [--json PATH] [--with-nova]
 
 ``--placement mariadb`` or ``postgresql`` runs the production-shape workloads instead
 (``bench_cluster``): Placement behind ``--workers`` gunicorn workers on that database,
-fresh claims at 1/4/16/64 threads and contention at 16/64 writers.
+fresh claims at 1/4/16/64 threads, contention at 2/4/16/64 writers and the mixed cell
+(2 writers on one consumer beside 14 threads claiming fresh consumers).
 
 Workloads 1-4 and 7 (an instance's lifecycle, nova's way) run against the real Placement in
 a separate process; workloads 5 (CPU with the transport stubbed) and 6 (cache memory, in
@@ -112,6 +113,17 @@ CLUSTER_FULL: dict[str, Any] = {
     "updates": {2: 240, 4: 320, 16: 384, 64: 768},
     "contention_rounds": {2: 12, 4: 10, 16: 6, 64: 12},
     "budget": 90.0,
+    # The claimers finish first at the rates both clients reach here (about 15-25 claims/s
+    # beside 1-2 updates/s), so a cell lasts about 15 s and stops the pair: 10 rounds keep a
+    # run per database under 10 minutes with nova twice beside reportclient.
+    "mixed": {
+        "pair": 2,
+        "claimers": 14,
+        "pair_updates": 30,
+        "claims": 20,
+        "rounds": 10,
+        "budget": 90.0,
+    },
 }
 CLUSTER_QUICK: dict[str, Any] = {
     "threads": [1, 4, 16, 64],
@@ -121,6 +133,14 @@ CLUSTER_QUICK: dict[str, Any] = {
     "updates": {2: 16, 4: 24, 16: 32, 64: 64},
     "contention_rounds": {2: 1, 4: 1, 16: 1, 64: 1},
     "budget": 30.0,
+    "mixed": {
+        "pair": 2,
+        "claimers": 14,
+        "pair_updates": 8,
+        "claims": 6,
+        "rounds": 1,
+        "budget": 30.0,
+    },
 }
 
 
@@ -260,7 +280,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--contention-only",
         action="store_true",
-        help="production shape: contention only (no fresh claims)",
+        help="production shape: contention and the mixed cell only (no fresh claims)",
+    )
+    parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="production shape: the mixed cell only (2 writers on one consumer beside 14 "
+        "threads claiming fresh consumers); --contention-only runs it too",
+    )
+    parser.add_argument(
+        "--mixed-rounds",
+        type=int,
+        help="production shape: rounds of the mixed cell (default 10; 1 with --quick)",
     )
     parser.add_argument(
         "--fixed-window",
@@ -321,6 +352,11 @@ def _production_shape(
         sizes["rounds"] = args.rounds
     if args.no_contention:
         sizes["writers"] = []
+        sizes["mixed"] = None
+    if args.mixed:
+        sizes["threads"], sizes["writers"] = [], []
+    if args.mixed_rounds and sizes["mixed"]:
+        sizes["mixed"] = {**sizes["mixed"], "rounds": args.mixed_rounds}
     if args.writers:
         sizes["writers"] = [int(w) for w in args.writers.split(",")]
     if args.contention_only:

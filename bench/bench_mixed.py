@@ -1,0 +1,164 @@
+"""The mixed cell: a contended pair of writers beside many threads claiming fresh consumers.
+
+A compute node's consumer is rarely written by one party alone (the scheduler and the
+compute service, the conductor and the compute service), and while two of them collide on
+it, other schedulers keep claiming new instances on the same provider. Every allocation
+write moves the provider's generation, so the pair's conflicts and the claims share one
+row in Placement. The cell asks two questions at once: do the pair's retries (their
+backoff, their extra reads) slow the claims down, and do the claims starve the pair?
+
+One cell: ``pair`` writers (one client each) add 1 VCPU to one consumer while ``claimers``
+threads (one client each, as separate schedulers are) claim fresh consumers on the same
+provider, all released at one barrier. Whichever group finishes its operations first
+stops the other starting new ones, so both groups' rates are measured over the time they
+ran beside each other. Afterwards the consumer's VCPU is read back against the pair's
+successful updates and the rest of the provider's usage against the successful claims:
+a lost write in either group shows. Placement CPU is read for the cell as a whole (the
+gunicorn workers serve both groups at once), so it is reported per successful operation of
+either group.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from bench_common import INVENTORY
+from bench_contention import Worker, group_result, rotations, run_groups, shared_consumer, summarise
+from bench_drivers import Driver
+
+from reportclient.testing import PlacementAdmin
+
+PAIR, CLAIMERS = "pair", "claimers"
+
+
+def mixed_cell(
+    make_driver: Callable[[], Driver],
+    sizes: dict[str, Any],
+    admin: PlacementAdmin,
+    meter: Callable[[], float],
+) -> dict[str, Any]:
+    """One mixed cell on a fresh provider: each group's figures and the cell's CPU."""
+    rp = admin.create_provider(inventory=INVENTORY)
+    shared = shared_consumer(admin, rp)
+    pair = [Worker(make_driver()) for _ in range(sizes["pair"])]
+    for worker in pair:
+        worker.driver.warm(shared)
+    claimers = [Worker(make_driver()) for _ in range(sizes["claimers"])]
+    (pair_wall, claim_wall), cpu = run_groups(
+        [
+            (pair, lambda driver: driver.update(shared, rp), sizes["pair_updates"]),
+            (claimers, lambda driver: driver.claim(str(uuid.uuid4()), rp), sizes["claims"]),
+        ],
+        sizes["budget"],
+        meter,
+    )
+    held = admin.get_allocations(shared)["allocations"].get(rp, {}).get("resources", {})
+    pair_vcpu = held.get("VCPU", 0)
+    total = admin.usages(rp).get("VCPU", 0)
+    return {
+        PAIR: group_result(pair, pair_wall, pair_vcpu, 1, len(pair) * sizes["pair_updates"]),
+        CLAIMERS: group_result(
+            claimers, claim_wall, total - pair_vcpu, 0, len(claimers) * sizes["claims"]
+        ),
+        "placement_cpu_s": cpu,
+    }
+
+
+def mixed(
+    factories: dict[str, Callable[[], Driver]],
+    admin: PlacementAdmin,
+    meter: Callable[[], float],
+    sizes: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """One row per (variant, group), summed over ``sizes["rounds"]`` interleaved cells."""
+    cells: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
+    for name in rotations(list(factories), sizes["rounds"]):
+        cells[name].append(mixed_cell(factories[name], sizes, admin, meter))
+    rows: list[dict[str, Any]] = []
+    for name, done in cells.items():
+        cpu = sum(c["placement_cpu_s"] for c in done)
+        ok = sum(c[group]["ok"] for c in done for group in (PAIR, CLAIMERS))
+        for group in (PAIR, CLAIMERS):
+            row = summarise([c[group] for c in done])
+            row.update(
+                variant=name,
+                group=group,
+                cell_cpu_ms_per_ok=1000 * cpu / ok if ok else float("inf"),
+            )
+            rows.append(row)
+    return rows
+
+
+def mixed_targets(
+    rows: list[dict[str, Any]], ours: str, nova: str, nova_control: str
+) -> list[dict[str, Any]]:
+    """The mixed cell's goals: nothing lost, the pair done, each group's rate beside nova's.
+
+    nova ran twice (``nova_control``): both runs together are the estimate compared with,
+    and the second over the first is the noise floor printed beside each comparison.
+    """
+    by = {(r["variant"], r["group"]): r for r in rows}
+    out: list[dict[str, Any]] = []
+
+    def add(target: str, goal: str, measured: Any, ok: bool | None) -> None:
+        out.append({"target": f"mixed: {target}", "goal": goal, "measured": measured, "pass": ok})
+
+    for group in (PAIR, CLAIMERS):
+        mine = by.get((ours, group))
+        if mine is None:
+            continue
+        add(f"{group} lost writes", "= 0", mine["lost_updates"], mine["lost_updates"] == 0)
+        add(f"{group} success", "= 1.000", mine["success_rate"], mine["success_rate"] == 1.0)
+        novas = [by[(v, group)] for v in (nova, nova_control) if (v, group) in by]
+        if not novas:
+            continue
+        wall = sum(r["ok"] / r["ok_per_s"] for r in novas if r["ok_per_s"])
+        rate = sum(r["ok"] for r in novas) / wall if wall else 0.0
+        ratio = mine["ok_per_s"] / rate if rate else float("inf")
+        add(f"{group} ok ops/s vs nova (both runs)", ">= 1.00", ratio, ratio >= 1.0)
+        if len(novas) == 2 and novas[0]["ok_per_s"]:
+            floor = novas[1]["ok_per_s"] / novas[0]["ok_per_s"]
+            add(f"(noise floor) {group} ops/s, nova again vs nova", "1.00", floor, None)
+    mine, first = by.get((ours, PAIR)), by.get((nova, PAIR))
+    if mine is not None and first is not None:
+        novas = [by[(v, PAIR)] for v in (nova, nova_control) if (v, PAIR) in by]
+        cpu = sum(r["cell_cpu_ms_per_ok"] for r in novas) / len(novas)
+        ratio = mine["cell_cpu_ms_per_ok"] / cpu
+        add("Placement CPU per ok op vs nova (both runs)", "<= 1.00", ratio, ratio <= 1.0)
+        if len(novas) == 2:
+            floor = novas[1]["cell_cpu_ms_per_ok"] / novas[0]["cell_cpu_ms_per_ok"]
+            add("(noise floor) CPU per ok op, nova again vs nova", "1.00", floor, None)
+    return out
+
+
+def mixed_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    """Headers and rows for the printed mixed-cell table."""
+    headers = [
+        "variant",
+        "group",
+        "ok/ops",
+        "success",
+        "ok ops/s",
+        "p50 ms",
+        "p99 ms",
+        "req/op",
+        "CPU ms/ok op (cell)",
+        "lost",
+    ]
+    return headers, [
+        [
+            r["variant"],
+            r["group"],
+            f"{r['ok']}/{r['ops']}",
+            r["success_rate"],
+            r["ok_per_s"],
+            r["p50_ms"],
+            r["p99_ms"],
+            r["requests_per_op"],
+            r["cell_cpu_ms_per_ok"],
+            r["lost_updates"],
+        ]
+        for r in rows
+    ]
