@@ -60,8 +60,8 @@ SentT = TypeVar("SentT")
 ResultT = TypeVar("ResultT")
 
 _RETRIABLE = (GenerationConflict, PlacementUnavailable)
-#: Most retries of one operation for a provider field found untouched after
-#: a conflict; they are not counted against the policy's attempts (see
+#: Most retries of one operation whose subject was found untouched after a
+#: conflict; they are not counted against the policy's attempts (see
 #: :func:`_operation_policy`). At 100 claims/s on one provider (2 gunicorn
 #: workers over MariaDB, saturated) about 1 in 60 re-sends lands, so this
 #: bounds a write to ~500 requests should the policy set no deadline.
@@ -166,11 +166,14 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
     def look_after_conflict(self, sent: SentT) -> tuple[StateT, bool] | None:
         """Read at once after a conflict, and say whether writers contend on what ``sent`` changes.
 
-        The default reads nothing: the next attempt reads, after the policy's
-        wait when the failed write was computed from a fresh read. A subject
-        whose generation moves under writes of something else (a provider's,
-        under allocations) overrides this: when the re-read shows what the
-        write changes untouched, there is nothing to wait for.
+        Called after a conflict on a write computed from a fresh read, or on
+        one that lost Placement's in-server race. The default reads nothing:
+        the next attempt reads, after the policy's wait when the failed write
+        was computed from a fresh read. A subject whose generation moves
+        under writes of something else (a provider's, under allocations) or
+        whose write can lose to other subjects' writes (a consumer's, to
+        allocations on the same providers) overrides this: when the re-read
+        shows what the write changes untouched, there is nothing to wait for.
         """
         return None
 
@@ -220,9 +223,12 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             self.untouched = False
             exc.attempts = number
             self.conflicted(planned, exc)
-            if fresh and not isinstance(exc, ConsumerChanged):
-                self._look_after_conflict(planned)
             stale = exc.consumer_conflict or exc.provider_conflict
+            # A write from a fresh read, or one that lost an in-server race
+            # (Placement's own generation bump, beside other writers of the
+            # same providers): look whether what it changes was touched.
+            if (fresh or not stale) and not isinstance(exc, ConsumerChanged):
+                self._look_after_conflict(planned)
             # A stale premise (cache or guess) or an untouched field: retry at once.
             self.at_once = self.untouched or (stale and not fresh)
             if self._memory is not None and not self.at_once:
@@ -393,9 +399,11 @@ def _operation_policy(
     state just read means contention: it backs off and warns, as does an
     unreachable server.
 
-    A provider field whose re-read shows it untouched (the generation moved
-    under allocations, or under a write of another field) lost no race on
-    what it writes: it is retried at once and **not counted** against the
+    A write whose re-read after the conflict shows what it changes untouched
+    lost no race on it: a provider field whose generation moved under
+    allocations (or a write of another field), a consumer whose allocation
+    write lost Placement's in-server race to other allocations on the same
+    providers. It is retried at once and **not counted** against the
     policy's attempts, so schedulers claiming on a provider cannot use up a
     compute agent's attempts (issue 21: at 100 claims/s on one provider, 12
     counted attempts finished 0-43% of inventory and trait writes). The

@@ -65,10 +65,38 @@ def test_server_side_conflicts_are_retried_until_the_write_lands(fake, client, r
         ("GET", 200),
         ("PUT", 204),
     ]
-    # Writers contend inside Placement: the engine's first window (1 s), then a
-    # crowd's (3 s), doubling; rand pinned at 1.0.
-    assert sleeps == [1.0, 3.0, 6.0]
+    # Placement's in-server race (its provider-generation bump lost to other
+    # allocations); each re-read shows the consumer untouched: no contention on
+    # it, so each retry goes at once.
+    assert sleeps == [0.0, 0.0, 0.0]
     assert state.generation == fake.consumer_generation(consumer) == 1
+
+
+def test_an_in_server_race_with_the_consumer_touched_is_contention(fake, client, rp, sleeps):
+    consumer = new_uuid()
+    claim(client, consumer, rp)
+    fake.conflict_next_writes(consumer, 1)
+    bumped: list[bool] = []
+
+    def another_writer(_fake, record):  # the consumer changes right after the 409
+        if record.status == 409 and not bumped:
+            bumped.append(True)
+            fake.put_allocations(consumer, {rp: {"VCPU": 2}}, project_id="p", user_id="u")
+
+    fake.between_requests(another_writer)
+    fake.reset_requests()
+
+    client.update_allocations(
+        consumer,
+        reportclient.add_allocations({rp: {"VCPU": 1}}),
+        project_id="p",
+        user_id="u",
+    )
+
+    assert fake.allocations(consumer) == {rp: {"VCPU": 3}}
+    # The re-read shows the consumer moved: writers contend on it, the engine's
+    # first window (1 s), rand pinned at 1.0.
+    assert sleeps == [1.0]
 
 
 def test_lost_answer_is_checked_and_not_written_twice(fake, client, rp):
