@@ -553,8 +553,10 @@ def starvation(
                     began = time.perf_counter()
                     try:
                         starve_write(writer, client, rp, name, k, nova)
-                    except Exception:
+                    except Exception as exc:
                         failures += 1
+                        why = f"{type(exc).__name__}: {str(exc)[:160]}"
+                        print(f"  starvation {rate}/s {writer}: {why}", file=sys.stderr)
                         continue
                     latencies.append(time.perf_counter() - began)
                     landed = k
