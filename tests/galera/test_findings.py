@@ -1,0 +1,84 @@
+"""The Placement-side findings move a failure out of the client's columns only with full proof."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reportclient.testing._app import DB_RETRY_LOG
+from tests.galera.findings import bypassed, explain_adds, explain_usages, retried_requests
+from tests.races.checker import OK, Checker, Op
+
+RP = "e5e8e625-3840-4bf4-b081-e82f89c95ff7"
+C = "89d5c63d-3d21-4ee3-8b39-95216dd10117"
+
+
+def add(generation: int, amount: int, rid: str, outcome: str = OK) -> Op:
+    result = {RP: {"VCPU": amount}} if outcome == OK else None
+    return Op("add", C, {RP: {"VCPU": 1}}, outcome, 0.0, 1.0, "w", rid, result, generation)
+
+
+def adds_history(bypass_at: int | None, count: int = 24) -> list[Op]:
+    """``count`` successful +1 adds from 1 VCPU at generation 1; one bypass at ``bypass_at``."""
+    ops, amount, generation = [], 1, 1
+    for i in range(count):
+        amount += 1
+        generation += 1
+        ops.append(add(generation, amount, f"req-{i:08d}-0000-0000-0000-000000000000"))
+        if generation == bypass_at:
+            # The retried write reports the same generation and content, and moves it again.
+            ops.append(add(generation, amount, "req-4e7de1ed-0000-4000-8000-000000000000"))
+            generation += 1
+    return ops
+
+
+def checker(ops: list[Op], final_amount: int, final_generation: int) -> Checker:
+    found = Checker(None, [RP])  # type: ignore[arg-type]  # nothing is read back here
+    found.record(ops)
+    found.final[C] = {RP: {"VCPU": final_amount}}
+    found.generations[C] = final_generation
+    return found
+
+
+def log(rid: str) -> str:
+    return (
+        f"{DB_RETRY_LOG} [{rid}]: DB error: (1213, 'Deadlock found')\n"
+        f"{DB_RETRY_LOG} [{rid}]: Performing DB retry for function "
+        "placement.objects.allocation._set_allocations\n"
+    )
+
+
+RETRIED = "req-4e7de1ed-0000-4000-8000-000000000000"
+
+
+def test_retried_requests_reads_the_hosts_retry_lines() -> None:
+    assert retried_requests([log(RETRIED), "unrelated\n"]) == {RETRIED}
+
+
+def test_a_duplicate_generation_is_a_bypass_only_when_placement_retried_one_of_them() -> None:
+    ops = adds_history(bypass_at=11, count=23)
+    assert bypassed(ops, {RETRIED}) == {C: {11}}
+    assert bypassed(ops, set()) == {}
+
+
+def test_the_seen_bypass_explains_its_lost_add_and_shifted_generations() -> None:
+    # The cell that failed: 24 successes, 23 adds landed, generation at 25.
+    ops = adds_history(bypass_at=11, count=23)
+    assert explain_adds(checker(ops, 24, 25), C, 1, 1, {11})
+
+
+def test_a_lost_add_beyond_the_bypass_stays_the_clients() -> None:
+    ops = adds_history(bypass_at=11, count=23)
+    assert not explain_adds(checker(ops, 23, 24), C, 1, 1, {11})
+
+
+def test_no_bypass_explains_nothing() -> None:
+    ops = adds_history(bypass_at=None, count=23)
+    assert not explain_adds(checker(ops, 23, 23), C, 1, 1, set())
+
+
+def test_orphaned_rows_explain_a_usage_only_to_the_unit() -> None:
+    message = f"provider {RP}: usage 5, its allocations sum to 3, the consumers read back hold 3"
+    orphans: dict[str, Any] = {RP: {C: 2}}
+    assert explain_usages(message, orphans) is not None
+    assert explain_usages(message, {RP: {C: 1}}) is None
+    assert explain_usages(message, {}) is None
