@@ -6,10 +6,10 @@ without any client being wrong (``doc/source/galera.rst``, "Placement-side findi
 
 * **deadlock retry re-sends an advanced generation**: ``_set_allocations``'s oslo.db retry
   reuses the ``Consumer`` whose generation the aborted attempt bumped in memory, so when
-  another writer moved the consumer to that generation meanwhile, both writes are answered
-  204 for the same generation and one is overwritten (``test_placement_retry.py`` makes it
-  happen on purpose). Proof here: two successful writes to one consumer that report the same
-  generation, one of whose requests Placement's log shows retried after a deadlock.
+  another writer moved the consumer to that generation meanwhile, the retried write lands
+  on top of it although it carried the generation before (``test_placement_retry.py`` makes
+  it happen on purpose). Proof here (:func:`bypassed`): a write Placement's log shows retried
+  after a deadlock, and a success that reported the very generation it bypassed.
 * **orphaned allocations**: allocation rows whose consumer row is gone. Usages count them,
   allocation listings (which join ``consumers``) do not. Proof here: the rows themselves,
   read from the node with ``wsrep_sync_wait``, summing exactly to the difference.
@@ -34,6 +34,8 @@ _RETRIED = re.compile(
     r"placement\.objects\.allocation\._set_allocations"
 )
 _USAGES = re.compile(r"provider (\S+): usage (\d+), its allocations sum to (\d+)")
+#: How an ``OutcomeUnknown`` from a consumer write names the generation its write carried.
+_CARRIED = re.compile(r"a write carrying generation (\d+) may or may")
 
 
 def retried_requests(logs: Iterable[str]) -> set[str]:
@@ -41,42 +43,62 @@ def retried_requests(logs: Iterable[str]) -> set[str]:
     return {rid for log in logs for rid in _RETRIED.findall(log)}
 
 
-def bypassed(ops: Iterable[Op], retried: set[str]) -> dict[str, set[int]]:
-    """consumer -> generations two successes reported, one of them retried by Placement."""
-    by_generation: dict[tuple[str, int], list[Op]] = defaultdict(list)
+def bypassed(ops: Iterable[Op], retried: set[str]) -> dict[str, dict[int, bool]]:
+    """consumer -> generation b a retried write bypassed -> whether its loser reported success.
+
+    Two proofs, each naming a write Placement retried after a deadlock: two successes report
+    generation b (both carried b-1), one of them retried; or a success reports b holding X
+    while a retried write whose outcome stayed unknown carried b-1 and sent the same X (both
+    were computed from the same state; the retry landed later, moving the generation again).
+    """
+    ops = list(ops)
+    found: dict[str, dict[int, bool]] = defaultdict(dict)
+    successes: dict[tuple[str, int], list[Op]] = defaultdict(list)
     for op in ops:
         if op.outcome == OK and op.generation is not None:
-            by_generation[(op.consumer, op.generation)].append(op)
-    found: dict[str, set[int]] = defaultdict(set)
-    for (consumer, generation), same in by_generation.items():
+            successes[(op.consumer, op.generation)].append(op)
+    for (consumer, generation), same in successes.items():
         if len(same) > 1 and any(op.request_id in retried for op in same):
-            found[consumer].add(generation)
+            found[consumer][generation] = True
+    for op in ops:
+        carried = _CARRIED.search(op.detail)
+        if op.request_id not in retried or not uncertain(op) or carried is None:
+            continue
+        generation = int(carried.group(1)) + 1
+        winners = successes.get((op.consumer, generation), [])
+        if any(w.result == op.sent for w in winners):
+            found[op.consumer].setdefault(generation, False)
     return dict(found)
 
 
 def explain_adds(
-    checker: Checker, consumer: str, base_total: int, base_generation: int, bypasses: set[int]
+    checker: Checker,
+    consumer: str,
+    base_total: int,
+    base_generation: int,
+    bypasses: Mapping[int, bool],
 ) -> bool:
     """Whether ``bypasses`` account for every failure the adds check found, and nothing else.
 
-    Each bypass at generation b is two successes reporting b for one add's worth of content
-    and a generation moved twice (b, then b+1 by the retry). So with k bypasses: the amount
-    is k below what the successes claim, the generation moved k more than the amount, every
-    other generation is reported once, and a success at generation g holds ``base + (g -
-    base_generation) - (bypasses below g)``.
+    A bypass at generation b adds no content and moves the generation once more (b+1, by the
+    retry); its loser either reported success at b too, or stayed unknown. So with k
+    bypasses, k_ok of them reported: the amount lies k_ok below the successes (and its
+    unknowns' upper bound another k - k_ok lower), the generation moved k more than the
+    amount, only the k_ok generations are reported twice, and a success at generation g
+    holds ``base + (g - base_generation) - (bypasses below g)``.
     """
     adds = [op for op in checker.ops if op.consumer == consumer and op.kind == "add"]
     ok = [op for op in adds if op.outcome == OK]
     unknown = [op for op in adds if uncertain(op)]
-    k = len(bypasses)
+    k, k_ok = len(bypasses), sum(bypasses.values())
     applied = total(checker.final[consumer]) - base_total
     moved = (checker.generations[consumer] or 0) - base_generation
-    if not bypasses or not len(ok) - k <= applied <= len(ok) + len(unknown) - k:
+    if not bypasses or not len(ok) - k_ok <= applied <= len(ok) + len(unknown) - k:
         return False
     if moved != applied + k:
         return False
     reported = Counter(op.generation for op in ok)
-    if any(n != (2 if g in bypasses else 1) for g, n in reported.items()):
+    if any(n != (2 if bypasses.get(g or 0) else 1) for g, n in reported.items()):
         return False
     for op in ok:
         below = sum(b < (op.generation or 0) for b in bypasses)

@@ -27,6 +27,7 @@ from tests.galera.faults import Window
 from tests.galera.findings import bypassed, explain_adds, explain_usages
 from tests.galera.provider_workers import POp, ProviderPlan, run_providers
 from tests.races.checker import OK, Checker, Op, uncertain
+from tests.races.checker import total as vcpus
 from tests.races.runner import THREADS, deal, new_id, providers
 from tests.races.workers import Phase, Plan, Step, raw_body, run_plan
 
@@ -230,7 +231,7 @@ def judge_node(
     adds.record(cell.add_ops)
     adds.read_back()
     adds.check_adds(setup.add_consumer, {setup.add_rp: {"VCPU": 1}}, base_generation=1)
-    adds_bypassed = bypassed(cell.add_ops, cell.retried).get(setup.add_consumer, set())
+    adds_bypassed = bypassed(cell.add_ops, cell.retried).get(setup.add_consumer, {})
     explained = explain_adds(adds, setup.add_consumer, 1, 1, adds_bypassed)
     for category, who, message in adds.verdict.failures:
         if category == "usages" and usages("adds", message):
@@ -241,6 +242,8 @@ def judge_node(
             node.findings.append(("adds", line))
             continue
         node.fail("adds", category, f"{who} {message}")
+    if node.counts["adds"]:
+        node.evidence.append(f"adds log: {_adds_log(cell)}")
 
     rps = [rp for tree in setup.trees for rp in tree]
     claim_ops = [
@@ -320,6 +323,16 @@ def _judge_fields(
             allowed.add(64)
         if total not in allowed:
             node.fail("providers", "clobbered", f"{rp} VCPU total {total}, allowed {allowed}")
+
+
+def _adds_log(cell: Cell) -> str:
+    """The adds as a line to read a failure by: request, outcome, generation, amount, retried."""
+    entries = []
+    for op in sorted(cell.add_ops, key=lambda op: op.start):
+        amount = vcpus(op.result if op.outcome == OK else op.sent)
+        retried = " retried" if op.request_id in cell.retried else ""
+        entries.append(f"{op.request_id[4:12]} {op.outcome} g{op.generation} v{amount}{retried}")
+    return "; ".join(entries)
 
 
 def uncertain_pop(op: POp) -> bool:
