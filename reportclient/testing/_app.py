@@ -87,8 +87,8 @@ def max_microversion() -> str:
     return version
 
 
-#: The prefix of every line :func:`log_db_retries` writes; the request id follows in brackets.
-DB_RETRY_LOG = "oslo.db retry"
+#: The prefix of every line :func:`log_evidence` writes; the request id follows in brackets.
+EVIDENCE_LOG = "placement evidence"
 
 
 class _GlobalRequestId(logging.Filter):
@@ -102,19 +102,36 @@ class _GlobalRequestId(logging.Filter):
         return True
 
 
-def log_db_retries() -> None:
-    """Write oslo.db's retry decisions (DEBUG, otherwise silent) to stderr, by request.
+class _ConsumerCleanup(logging.Filter):
+    """Only the allocation handler's "Deleted auto-created consumer ..." line."""
 
-    ``oslo_db.api.wrap_db_retry`` logs ``DB error: ...`` and ``Performing DB retry for
-    function ...`` at DEBUG on a plain logger, without the request it serves. Which request
-    Placement retried after a deadlock is evidence a judge needs (the retry re-sends state
-    the failed attempt changed, see ``doc/source/galera.rst``), so each line carries the
-    global request id the client sent. Only that logger: a host's log stays small.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return str(record.msg).startswith("Deleted auto-created consumer")
+
+
+def log_evidence() -> None:
+    """Write, by request, what Placement logs at DEBUG only and a judge needs, to stderr.
+
+    Two things Placement does silently break a client's view of the data (see
+    ``doc/source/galera.rst``): oslo.db's deadlock retry (``oslo_db.api``: ``DB error:
+    ...`` and ``Performing DB retry for function ...``), which re-sends state the failed
+    attempt changed, and the allocation handler deleting a consumer it created once the
+    write failed (``placement.handlers.allocation``: ``Deleted auto-created consumer with
+    consumer UUID ...``), whoever wrote to it meanwhile. Each line carries the global
+    request id the client sent. Nothing else, so a host's log stays small.
     """
-    handler = logging.StreamHandler()
-    handler.addFilter(_GlobalRequestId())
-    handler.setFormatter(logging.Formatter(f"{DB_RETRY_LOG} [%(global_request_id)s]: %(message)s"))
-    logger = logging.getLogger("oslo_db.api")
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    logger.propagate = False
+    for name, only in (
+        ("oslo_db.api", None),
+        ("placement.handlers.allocation", _ConsumerCleanup()),
+    ):
+        handler = logging.StreamHandler()
+        handler.addFilter(_GlobalRequestId())
+        if only is not None:
+            handler.addFilter(only)
+        handler.setFormatter(
+            logging.Formatter(f"{EVIDENCE_LOG} [%(global_request_id)s]: %(message)s")
+        )
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+        logger.propagate = False

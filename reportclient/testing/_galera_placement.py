@@ -42,7 +42,7 @@ from reportclient.testing import _app
 from reportclient.testing._cluster import (
     _DATABASE_URL_ENV,
     _IMPORT_ROOT,
-    _LOG_DB_RETRIES_ENV,
+    _LOG_EVIDENCE_ENV,
     _PARENT_PID_ENV,
     _children,
     _kill,
@@ -111,7 +111,7 @@ class PlacementHost:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
         env[_DATABASE_URL_ENV] = self.database_url
         env[_PARENT_PID_ENV] = str(os.getpid())
-        env[_LOG_DB_RETRIES_ENV] = "1"  # which requests Placement retried: judges need it
+        env[_LOG_EVIDENCE_ENV] = "1"  # what Placement did silently: judges need it
         with listener, open(self.directory / f"{self.name}.log", "ab") as log:
             self.proc = subprocess.Popen(  # noqa: S603 - argv built from our own values
                 cmd,

@@ -24,14 +24,21 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
-from reportclient.testing._app import DB_RETRY_LOG
+from reportclient.testing._app import EVIDENCE_LOG
 from tests.races.checker import OK, Checker, Op, total, uncertain
 
-__all__ = ["bypassed", "explain_adds", "explain_usages", "retried_requests"]
+__all__ = [
+    "bypassed", "cleaned_up", "explain_adds", "explain_usages", "restore_orphans",
+    "retried_requests",
+]  # fmt: skip
 
 _RETRIED = re.compile(
-    rf"{re.escape(DB_RETRY_LOG)} \[(req-[0-9a-f-]+)\]: Performing DB retry for function "
+    rf"{re.escape(EVIDENCE_LOG)} \[(req-[0-9a-f-]+)\]: Performing DB retry for function "
     r"placement\.objects\.allocation\._set_allocations"
+)
+_CLEANUP = re.compile(
+    rf"{re.escape(EVIDENCE_LOG)} \[(req-[0-9a-f-]+)\]: Deleted auto-created consumer with "
+    r"consumer UUID ([0-9a-f-]{36})"
 )
 _USAGES = re.compile(r"provider (\S+): usage (\d+), its allocations sum to (\d+)")
 #: How an ``OutcomeUnknown`` from a consumer write names the generation its write carried.
@@ -41,6 +48,44 @@ _CARRIED = re.compile(r"a write carrying generation (\d+) may or may")
 def retried_requests(logs: Iterable[str]) -> set[str]:
     """Global request ids whose allocation write Placement retried after a deadlock."""
     return {rid for log in logs for rid in _RETRIED.findall(log)}
+
+
+def cleaned_up(logs: Iterable[str]) -> dict[str, set[str]]:
+    """consumer -> global request ids that deleted it as "auto-created" after a failed write."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for log in logs:
+        for rid, consumer in _CLEANUP.findall(log):
+            found[consumer].add(rid)
+    return dict(found)
+
+
+def restore_orphans(
+    checker: Checker,
+    orphans: Mapping[str, Mapping[str, int]],
+    cleanups: Mapping[str, set[str]],
+) -> list[str]:
+    """Give back to each consumer the allocation rows Placement orphaned; say so, per consumer.
+
+    A consumer the read showed empty while the node holds allocation rows for it (and no
+    consumer row) is judged by those rows: they are what its writes left, they use the
+    providers' capacity, and only Placement's listing hides them. Each such consumer is a
+    finding, naming the requests whose failed write deleted the consumer row, when logged.
+    """
+    held: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
+    for rp, rows in orphans.items():
+        for consumer, used in rows.items():
+            held[consumer][rp] = {"VCPU": used}
+    lines = []
+    for consumer, allocs in sorted(held.items()):
+        if consumer not in checker.final or checker.final[consumer]:
+            continue
+        checker.final[consumer] = allocs
+        who = ", ".join(sorted(cleanups.get(consumer, ()))) or "not logged"
+        lines.append(
+            f"orphaned consumer {consumer}: no consumer row, {allocs} in allocations; "
+            f"deleted as auto-created by {who}"
+        )
+    return lines
 
 
 def bypassed(ops: Iterable[Op], retried: set[str]) -> dict[str, dict[int, bool]]:

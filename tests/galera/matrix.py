@@ -24,7 +24,7 @@ from typing import Any
 
 from reportclient.testing import GaleraPlacement, PlacementAdmin
 from tests.galera.faults import Window
-from tests.galera.findings import bypassed, explain_adds, explain_usages
+from tests.galera.findings import bypassed, explain_adds, explain_usages, restore_orphans
 from tests.galera.provider_workers import POp, ProviderPlan, run_providers
 from tests.races.checker import OK, Checker, Op, uncertain
 from tests.races.checker import total as vcpus
@@ -80,6 +80,8 @@ class Cell:
     cert_failures: int = 0
     #: Global request ids whose allocation write Placement retried after a deadlock.
     retried: set[str] = field(default_factory=set)
+    #: consumer -> requests whose failed write deleted it as "auto-created" (Placement's log).
+    cleanups: dict[str, set[str]] = field(default_factory=dict)
     #: workload -> category -> max count over the nodes
     failures: dict[str, Counter[str]] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
@@ -209,6 +211,7 @@ def judge_node(
     storm = Checker(admin, setup.storm_rps)
     storm.record(cell.consumer_ops)
     storm.read_back()
+    node.findings += [("consumers", f) for f in restore_orphans(storm, orphans, cell.cleanups)]
     storm.check_registers()
     risen = _resurrected(storm)
     storm_bypassed = bypassed(cell.consumer_ops, cell.retried)
@@ -230,6 +233,7 @@ def judge_node(
     adds.created.add(setup.add_consumer)
     adds.record(cell.add_ops)
     adds.read_back()
+    node.findings += [("adds", f) for f in restore_orphans(adds, orphans, cell.cleanups)]
     adds.check_adds(setup.add_consumer, {setup.add_rp: {"VCPU": 1}}, base_generation=1)
     adds_bypassed = bypassed(cell.add_ops, cell.retried).get(setup.add_consumer, {})
     explained = explain_adds(adds, setup.add_consumer, 1, 1, adds_bypassed)
@@ -255,6 +259,7 @@ def judge_node(
     sched.created.update(c for pair in setup.moves for c in pair)
     sched.record(claim_ops)
     sched.read_back()
+    node.findings += [("providers", f) for f in restore_orphans(sched, orphans, cell.cleanups)]
     sched.check_claims()
     for category, who, message in sched.verdict.failures:
         if category == "usages" and usages("providers", message):

@@ -5,8 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from reportclient.testing._app import DB_RETRY_LOG
-from tests.galera.findings import bypassed, explain_adds, explain_usages, retried_requests
+from reportclient.testing._app import EVIDENCE_LOG
+from tests.galera.findings import (
+    bypassed,
+    cleaned_up,
+    explain_adds,
+    explain_usages,
+    restore_orphans,
+    retried_requests,
+)
 from tests.races.checker import OK, Checker, Op
 
 RP = "e5e8e625-3840-4bf4-b081-e82f89c95ff7"
@@ -51,8 +58,8 @@ def checker(ops: list[Op], final_amount: int, final_generation: int) -> Checker:
 
 def log(rid: str) -> str:
     return (
-        f"{DB_RETRY_LOG} [{rid}]: DB error: (1213, 'Deadlock found')\n"
-        f"{DB_RETRY_LOG} [{rid}]: Performing DB retry for function "
+        f"{EVIDENCE_LOG} [{rid}]: DB error: (1213, 'Deadlock found')\n"
+        f"{EVIDENCE_LOG} [{rid}]: Performing DB retry for function "
         "placement.objects.allocation._set_allocations\n"
     )
 
@@ -105,3 +112,22 @@ def test_orphaned_rows_explain_a_usage_only_to_the_unit() -> None:
     assert explain_usages(message, orphans) is not None
     assert explain_usages(message, {RP: {C: 1}}) is None
     assert explain_usages(message, {}) is None
+
+
+def test_cleaned_up_names_the_request_that_deleted_an_auto_created_consumer() -> None:
+    line = (
+        f"{EVIDENCE_LOG} [{RETRIED}]: Deleted auto-created consumer with consumer UUID {C} "
+        "after failed allocation\n"
+    )
+    assert cleaned_up([line, log(RETRIED)]) == {C: {RETRIED}}
+
+
+def test_an_orphaned_consumer_is_judged_by_its_rows_and_reported() -> None:
+    found = checker([], 0, 0)
+    found.final[C] = {}
+    found.final["other"] = {RP: {"VCPU": 1}}
+    lines = restore_orphans(found, {RP: {C: 2, "other": 5, "unknown": 3}}, {C: {RETRIED}})
+    assert found.final[C] == {RP: {"VCPU": 2}}
+    assert found.final["other"] == {RP: {"VCPU": 1}}  # it has its row: nothing to restore
+    assert "unknown" not in found.final
+    assert len(lines) == 1 and C in lines[0] and RETRIED in lines[0]

@@ -25,7 +25,7 @@ import pytest
 
 from reportclient.testing import ROUND_ROBIN, SINGLE_WRITER, GaleraPlacement, PlacementAdmin
 from tests.galera.faults import KILL_AFTER_COMMIT, GaleraProxy, Injector
-from tests.galera.findings import retried_requests
+from tests.galera.findings import cleaned_up, retried_requests
 from tests.galera.matrix import HEADERS, Cell, arrange, judge, rows, run_workloads
 from tests.races.checker import table
 
@@ -117,6 +117,7 @@ def test_galera_keeps_every_invariant(
         host.read_log()[offset:] for host, offset in zip(galera.hosts, logs_before, strict=True)
     ]
     cell.retried = retried_requests(logs)
+    cell.cleanups = cleaned_up(logs)
     judge(galera, cell)
     cell.seconds = time.monotonic() - started
 
