@@ -1,18 +1,22 @@
 """What Placement itself broke, told apart from what the client broke, each only with proof.
 
 The matrix judges the client: every acknowledged operation against what every node holds.
-Two things Placement 16.0.0 does on a multi-writer Galera cluster break the same checks
+Two things Placement 16.0.0 does (the first only with several writers) break the same checks
 without any client being wrong (``doc/source/galera.rst``, "Placement-side findings"):
 
 * **deadlock retry re-sends an advanced generation**: ``_set_allocations``'s oslo.db retry
   reuses the ``Consumer`` whose generation the aborted attempt bumped in memory, so when
   another writer moved the consumer to that generation meanwhile, the retried write lands
-  on top of it although it carried the generation before (``test_placement_retry.py`` makes
-  it happen on purpose). Proof here (:func:`bypassed`): a write Placement's log shows retried
-  after a deadlock, and a success that reported the very generation it bypassed.
-* **orphaned allocations**: allocation rows whose consumer row is gone. Usages count them,
-  allocation listings (which join ``consumers``) do not. Proof here: the rows themselves,
-  read from the node with ``wsrep_sync_wait``, summing exactly to the difference.
+  on top of it although it carried the generation before
+  (``test_placement_findings.py`` makes it happen on purpose). Proof here
+  (:func:`bypassed`): a write Placement's log shows retried after a deadlock, and a success
+  that reported the very generation it bypassed.
+* **orphaned allocations**: a write that failed deletes the consumer it created, whoever
+  wrote to it meanwhile, so allocation rows are left without a consumer row. Usages count
+  them, listings (which join ``consumers``) do not, and the consumer reads empty. Proof
+  here: the rows themselves, read from the node with ``wsrep_sync_wait``; a usage differing
+  from the listing must be exactly them (:func:`explain_usages`), and an orphaned consumer
+  is judged by its rows (:func:`restore_orphans`).
 
 A failure is moved from the client's columns to the ``placement`` column only when the proof
 accounts for all of it; anything it does not explain stays a client failure.
