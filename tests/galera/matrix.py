@@ -24,7 +24,7 @@ from typing import Any
 
 from reportclient.testing import GaleraPlacement, PlacementAdmin
 from tests.galera.faults import Window
-from tests.galera.findings import bypassed, explain_adds, explain_usages, restore_orphans
+from tests.galera.findings import bypassed, check_with_orphans, explain_adds, explain_usages
 from tests.galera.provider_workers import POp, ProviderPlan, run_providers
 from tests.races.checker import OK, Checker, Op, uncertain
 from tests.races.checker import total as vcpus
@@ -211,8 +211,8 @@ def judge_node(
     storm = Checker(admin, setup.storm_rps)
     storm.record(cell.consumer_ops)
     storm.read_back()
-    node.findings += [("consumers", f) for f in restore_orphans(storm, orphans, cell.cleanups)]
-    storm.check_registers()
+    lines, _ = check_with_orphans(storm, orphans, cell.cleanups, storm.check_registers)
+    node.findings += [("consumers", line) for line in lines]
     risen = _resurrected(storm)
     storm_bypassed = bypassed(cell.consumer_ops, cell.retried)
     for category, who, message in storm.verdict.failures:
@@ -228,13 +228,17 @@ def judge_node(
         if who in risen and category in ("applied twice", "lost"):
             category = "resurrected"
         node.fail("consumers", category, f"{who} {message}")
+        node.evidence.append(f"consumers log of {who}: {_ops_log(cell, who)}")
 
     adds = Checker(admin, [setup.add_rp])
     adds.created.add(setup.add_consumer)
     adds.record(cell.add_ops)
     adds.read_back()
-    node.findings += [("adds", f) for f in restore_orphans(adds, orphans, cell.cleanups)]
-    adds.check_adds(setup.add_consumer, {setup.add_rp: {"VCPU": 1}}, base_generation=1)
+    lines, _ = check_with_orphans(
+        adds, orphans, cell.cleanups,
+        lambda: adds.check_adds(setup.add_consumer, {setup.add_rp: {"VCPU": 1}}, 1),
+    )  # fmt: skip
+    node.findings += [("adds", line) for line in lines]
     adds_bypassed = bypassed(cell.add_ops, cell.retried).get(setup.add_consumer, {})
     explained = explain_adds(adds, setup.add_consumer, 1, 1, adds_bypassed)
     for category, who, message in adds.verdict.failures:
@@ -259,8 +263,8 @@ def judge_node(
     sched.created.update(c for pair in setup.moves for c in pair)
     sched.record(claim_ops)
     sched.read_back()
-    node.findings += [("providers", f) for f in restore_orphans(sched, orphans, cell.cleanups)]
-    sched.check_claims()
+    lines, as_read = check_with_orphans(sched, orphans, cell.cleanups, sched.check_claims)
+    node.findings += [("providers", line) for line in lines]
     for category, who, message in sched.verdict.failures:
         if category == "usages" and usages("providers", message):
             continue
@@ -290,7 +294,8 @@ def judge_node(
             allowed += [moved, stayed]
         else:
             allowed.append(stayed)
-        if (src, dst) not in allowed:
+        # A target whose consumer row Placement deleted reads empty: judged both ways.
+        if (src, dst) not in allowed and (as_read[source], as_read[target]) not in allowed:
             category = "applied twice" if src and dst else "lost"
             outcomes = [p.outcome for p in ops]
             node.fail("moves", category, f"{source}->{target} holds {src}, {dst}; {outcomes}")
@@ -337,6 +342,22 @@ def _adds_log(cell: Cell) -> str:
         amount = vcpus(op.result if op.outcome == OK else op.sent)
         retried = " retried" if op.request_id in cell.retried else ""
         entries.append(f"{op.request_id[4:12]} {op.outcome} g{op.generation} v{amount}{retried}")
+    return "; ".join(entries)
+
+
+def _ops_log(cell: Cell, consumer: str) -> str:
+    """One racing consumer's operations in start order, to read a failure by."""
+    ops = sorted((op for op in cell.consumer_ops if op.consumer == consumer), key=lambda o: o.start)
+    t0 = ops[0].start if ops else 0.0
+    entries = []
+    for op in ops:
+        marks = " retried" if op.request_id in cell.retried else ""
+        marks += " deleted-it" if op.request_id in cell.cleanups.get(consumer, ()) else ""
+        held = op.result if op.outcome == OK else op.sent
+        entries.append(
+            f"{op.request_id[4:12]} {op.kind} {op.start - t0:.2f}-{op.end - t0:.2f}s "
+            f"{op.outcome} g{op.generation} {held}{marks}"
+        )
     return "; ".join(entries)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from reportclient.testing._app import EVIDENCE_LOG
 from tests.galera.findings import (
     bypassed,
+    check_with_orphans,
     cleaned_up,
     explain_adds,
     explain_usages,
@@ -126,8 +127,28 @@ def test_an_orphaned_consumer_is_judged_by_its_rows_and_reported() -> None:
     found = checker([], 0, 0)
     found.final[C] = {}
     found.final["other"] = {RP: {"VCPU": 1}}
-    lines = restore_orphans(found, {RP: {C: 2, "other": 5, "unknown": 3}}, {C: {RETRIED}})
+    lines, restored = restore_orphans(found, {RP: {C: 2, "other": 5, "unknown": 3}}, {C: {RETRIED}})
+    assert restored == {C}
     assert found.final[C] == {RP: {"VCPU": 2}}
     assert found.final["other"] == {RP: {"VCPU": 1}}  # it has its row: nothing to restore
     assert "unknown" not in found.final
     assert len(lines) == 1 and C in lines[0] and RETRIED in lines[0]
+
+
+def test_an_orphaned_consumer_fails_only_if_it_fails_both_as_read_and_as_its_rows() -> None:
+    released = checker([], 0, 0)
+    released.final[C] = {}
+    calls: list[dict[str, Any]] = []
+
+    def check() -> None:  # fails on whatever state is not the one "allowed"
+        calls.append(dict(released.final))
+        if released.final[C] != allowed:
+            released.verdict.fail("lost", C, f"holds {released.final[C]}")
+
+    allowed: dict[str, Any] = {}  # a release came last: empty is right, the rows are not
+    lines, as_read = check_with_orphans(released, {RP: {C: 1}}, {}, check)
+    assert released.verdict.failures == [] and len(lines) == 1 and as_read[C] == {}
+
+    released.final[C], allowed = {}, {"nowhere": {}}  # neither state is right: the client's
+    check_with_orphans(released, {RP: {C: 1}}, {}, check)
+    assert [f[0] for f in released.verdict.failures] == ["lost"]
