@@ -1,8 +1,10 @@
 """Benchmark reportclient against the real Placement; print a table and write JSON.
 
-Usage: ``python bench/run.py [--quick] [--json PATH] [--with-nova]
+Usage: ``python bench/run.py [--quick] [--json PATH] [--with-nova] [--galera]
 [--placement sqlite|mariadb|postgresql] [--workers N]``
 
+``--galera`` runs fresh claims through HAProxy on three Galera nodes beside the same claims
+sent to one node's Placement (``bench_galera``; needs the Galera suite's packages).
 ``--placement mariadb`` or ``postgresql`` runs the production-shape workloads instead
 (``bench_cluster``): Placement behind ``--workers`` gunicorn workers on that database,
 fresh claims at 1/4/16/64 threads, contention at 2/4/16/64 writers and the mixed cell
@@ -31,6 +33,7 @@ for _path in (str(_HERE), str(_HERE.parent)):
         sys.path.append(_path)
 
 import bench_cluster  # noqa: E402
+import bench_galera  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_overhead  # noqa: E402
 from bench_common import (  # noqa: E402
@@ -299,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         help="production shape: also run reportclient with the fixed 3 s window it used to have",
     )
     parser.add_argument(
+        "--galera",
+        action="store_true",
+        help="fresh claims through HAProxy on three Galera nodes beside one node's Placement",
+    )
+    parser.add_argument(
         "--with-nova",
         action="store_true",
         help="also drive nova's SchedulerReportClient (needs nova installed)",
@@ -326,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
                 "endpoint_override=Placement URL, noauth2 token>) - no nova config needed"
             )
 
+    if args.galera:
+        return _galera(args, meta, began)
     if args.placement != "sqlite":
         return _production_shape(args, nova, meta, began)
     results: dict[str, Any] = {}
@@ -371,6 +381,20 @@ def _production_shape(
     meta.update(server)
     meta["wall_seconds"] = time.perf_counter() - began
     return emit(bench_cluster.render(meta, results), meta, results, args.json)
+
+
+def _galera(args: argparse.Namespace, meta: dict[str, Any], began: float) -> int:
+    sizes = bench_galera.QUICK if args.quick else bench_galera.FULL
+    if args.threads:
+        sizes = {**sizes, "threads": [int(t) for t in args.threads.split(",")]}
+    if args.rounds:
+        sizes = {**sizes, "rounds": args.rounds}
+    if args.json == _HERE / "results" / "latest.json":
+        args.json = _HERE / "results" / "production-galera.json"
+    meta.update(sizes=sizes, placement="galera")
+    meta["server"], rows = bench_galera.run(sizes, lambda m: _progress(m, began))
+    meta["wall_seconds"] = time.perf_counter() - began
+    return emit(bench_galera.render(meta, rows), meta, {"fresh_claims": rows}, args.json)
 
 
 if __name__ == "__main__":

@@ -85,3 +85,53 @@ def max_microversion() -> str:
 
     version: str = microversion.max_version_string()
     return version
+
+
+#: The prefix of every line :func:`log_evidence` writes; the request id follows in brackets.
+EVIDENCE_LOG = "placement evidence"
+
+
+class _GlobalRequestId(logging.Filter):
+    """Stamp a record with the global request id of the request being served (``-``: none)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from oslo_context import context
+
+        current = context.get_current()
+        record.global_request_id = getattr(current, "global_request_id", None) or "-"
+        return True
+
+
+class _ConsumerCleanup(logging.Filter):
+    """Only the allocation handler's "Deleted auto-created consumer ..." line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return str(record.msg).startswith("Deleted auto-created consumer")
+
+
+def log_evidence() -> None:
+    """Write, by request, what Placement logs at DEBUG only and a judge needs, to stderr.
+
+    Two things Placement does silently break a client's view of the data (see
+    ``doc/source/galera.rst``): oslo.db's deadlock retry (``oslo_db.api``: ``DB error:
+    ...`` and ``Performing DB retry for function ...``), which re-sends state the failed
+    attempt changed, and the allocation handler deleting a consumer it created once the
+    write failed (``placement.handlers.allocation``: ``Deleted auto-created consumer with
+    consumer UUID ...``), whoever wrote to it meanwhile. Each line carries the global
+    request id the client sent. Nothing else, so a host's log stays small.
+    """
+    for name, only in (
+        ("oslo_db.api", None),
+        ("placement.handlers.allocation", _ConsumerCleanup()),
+    ):
+        handler = logging.StreamHandler()
+        handler.addFilter(_GlobalRequestId())
+        if only is not None:
+            handler.addFilter(only)
+        handler.setFormatter(
+            logging.Formatter(f"{EVIDENCE_LOG} [%(global_request_id)s]: %(message)s")
+        )
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+        logger.propagate = False

@@ -61,6 +61,8 @@ __all__ = [
 REQUIRE_DATABASES_ENV = "REPORTCLIENT_REQUIRE_DATABASES"
 _DATABASE_URL_ENV = "REPORTCLIENT_CLUSTER_DATABASE_URL"
 _PARENT_PID_ENV = "REPORTCLIENT_CLUSTER_PARENT_PID"
+#: Set (to anything) for :func:`gunicorn_app` to log what :func:`_app.log_evidence` logs.
+_LOG_EVIDENCE_ENV = "REPORTCLIENT_CLUSTER_LOG_EVIDENCE"
 _IMPORT_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -109,6 +111,8 @@ def gunicorn_app() -> _app.WSGIApp:
     from placement import db_api
     from placement.db.sqlalchemy import migration
 
+    if os.environ.get(_LOG_EVIDENCE_ENV):
+        _app.log_evidence()
     conf = _app.build_conf(os.environ[_DATABASE_URL_ENV])
     db_api.configure(conf)
     migration.upgrade("head")

@@ -336,8 +336,19 @@ wsrep_slave_threads=2
             return {}
         return {str(name): str(value) for name, value in rows}
 
-    def _admin(self, index: int, statement: str) -> list[tuple[Any, ...]]:
-        """One statement over a bare PyMySQL connection.
+    def causal_query(self, index: int, statement: str) -> list[tuple[Any, ...]]:
+        """Rows of one read on node ``index`` that sees every write the cluster committed.
+
+        Galera applies other nodes' write sets asynchronously, so a plain read on a node may
+        miss a transaction that is already committed elsewhere. ``wsrep_sync_wait=1`` makes
+        the node wait until it has applied everything ordered before the read.
+
+        :raises OSError: the node cannot be reached or refused the statement.
+        """
+        return self._admin(index, "SET SESSION wsrep_sync_wait = 1", statement)
+
+    def _admin(self, index: int, *statements: str) -> list[tuple[Any, ...]]:
+        """Statements over one bare PyMySQL connection; the last one's rows.
 
         Not through SQLAlchemy: its first connect runs a ROLLBACK, which a node outside the
         primary component refuses (1047), so :meth:`heal` could never reach the node it heals.
@@ -355,7 +366,8 @@ wsrep_slave_threads=2
             raise OSError(f"{self.nodes[index].name}: {exc}") from exc
         try:
             with conn.cursor() as cursor:
-                cursor.execute(statement)
+                for statement in statements:
+                    cursor.execute(statement)
                 return list(cursor.fetchall())
         except pymysql.err.MySQLError as exc:
             raise OSError(f"{self.nodes[index].name}: {exc}") from exc

@@ -42,6 +42,7 @@ from reportclient.testing import _app
 from reportclient.testing._cluster import (
     _DATABASE_URL_ENV,
     _IMPORT_ROOT,
+    _LOG_EVIDENCE_ENV,
     _PARENT_PID_ENV,
     _children,
     _kill,
@@ -110,6 +111,7 @@ class PlacementHost:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
         env[_DATABASE_URL_ENV] = self.database_url
         env[_PARENT_PID_ENV] = str(os.getpid())
+        env[_LOG_EVIDENCE_ENV] = "1"  # what Placement did silently: judges need it
         with listener, open(self.directory / f"{self.name}.log", "ab") as log:
             self.proc = subprocess.Popen(  # noqa: S603 - argv built from our own values
                 cmd,
@@ -310,6 +312,33 @@ class GaleraPlacement:
                 return {str(name).rsplit(".", 1)[-1]: int(value or 0) for name, value in rows}
         finally:
             engine.dispose()
+
+    def orphaned_allocations(self, index: int) -> dict[str, dict[str, int]]:
+        """Allocation rows on node ``index`` without a consumer row: provider -> consumer -> used.
+
+        Placement keeps no foreign key from ``allocations`` to ``consumers``. Its usages sum
+        ``allocations`` alone, while every allocation listing joins ``consumers``, so such a
+        row counts in a provider's usage and shows in no listing. Read causally.
+        """
+        db = self.database_name  # our own generated name, not input
+        statement = (
+            f"SELECT rp.uuid, a.consumer_id, SUM(a.used) FROM {db}.allocations a "  # noqa: S608
+            f"JOIN {db}.resource_providers rp ON rp.id = a.resource_provider_id "
+            f"LEFT JOIN {db}.consumers c ON c.uuid = a.consumer_id WHERE c.id IS NULL "
+            "GROUP BY rp.uuid, a.consumer_id"
+        )
+        rows = self.galera.causal_query(index, statement)
+        found: dict[str, dict[str, int]] = {}
+        for rp, consumer, used in rows:
+            found.setdefault(str(rp), {})[str(consumer)] = int(used)
+        return found
+
+    def last_committed(self) -> list[int]:
+        """Every node's ``wsrep_last_committed`` (-1 for a node that cannot be reached)."""
+        return [
+            int(self.galera.status(i).get("wsrep_last_committed", -1))
+            for i in range(self.galera.size)
+        ]
 
     def wait_settled(self, timeout: float = 120.0) -> None:
         """Every node Synced at one seqno, every host running and UP in HAProxy."""

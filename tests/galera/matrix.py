@@ -8,7 +8,10 @@ aggregates, schedulers claiming) with two movers racing on the same moves (``mov
 
 Once the fault is recovered and every node is Synced at one seqno, everything is read back
 from *each* Placement host directly (each reads its own node) and judged there with the race
-suite's checker; the nodes must also agree table by table (``CHECKSUM TABLE``).
+suite's checker; the nodes must also agree table by table (``CHECKSUM TABLE``). The reads are
+causal: every node's ``wsrep_last_committed`` is the same before and after the judge (else it
+judges again), so no node can be read while it still applies a write set. What Placement
+itself broke, proven from its log and its rows, is counted apart (:mod:`tests.galera.findings`).
 """
 
 from __future__ import annotations
@@ -21,16 +24,20 @@ from typing import Any
 
 from reportclient.testing import GaleraPlacement, PlacementAdmin
 from tests.galera.faults import Window
+from tests.galera.findings import bypassed, check_with_orphans, explain_adds, explain_usages
 from tests.galera.provider_workers import POp, ProviderPlan, run_providers
 from tests.races.checker import OK, Checker, Op, uncertain
+from tests.races.checker import total as vcpus
 from tests.races.runner import THREADS, deal, new_id, providers
 from tests.races.workers import Phase, Plan, Step, raw_body, run_plan
 
 WORKLOADS = ("consumers", "adds", "providers", "moves")
 HEADERS = [
     "mode", "fault", "workload", "injected", "met", "recovered", "typed error",
-    "applied twice", "lost", "clobbered", "resurrected", "nodes consistent",
+    "applied twice", "lost", "clobbered", "resurrected", "nodes consistent", "placement",
 ]  # fmt: skip
+#: Times the judge reads every node again when a node committed something while it read.
+JUDGE_ATTEMPTS = 3
 #: Seconds a workload may run before its steps stop starting.
 GUARD = 150.0
 CONSUMERS = 8
@@ -71,10 +78,19 @@ class Cell:
     window: Window = field(default_factory=Window)
     injected_proxy: list[tuple[str, str]] = field(default_factory=list)
     cert_failures: int = 0
+    #: Global request ids whose allocation write Placement retried after a deadlock.
+    retried: set[str] = field(default_factory=set)
+    #: consumer -> requests whose failed write deleted it as "auto-created" (Placement's log).
+    cleanups: dict[str, set[str]] = field(default_factory=dict)
     #: workload -> category -> max count over the nodes
     failures: dict[str, Counter[str]] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
+    #: workload -> Placement-side findings (max over the nodes), and their evidence
+    findings: Counter[str] = field(default_factory=Counter)
+    finding_lines: list[str] = field(default_factory=list)
     consistent: bool = True
+    #: The seqno every node had applied when it was judged.
+    judged_at: int = -1
     seconds: float = 0.0
 
 
@@ -162,31 +178,80 @@ def _resurrected(checker: Checker) -> set[str]:
     return found
 
 
-def judge_node(admin: PlacementAdmin, cell: Cell) -> tuple[dict[str, Counter[str]], Any, list[str]]:
-    """Every workload's invariants as read from one host; also what it read (for comparison)."""
+@dataclass
+class NodeVerdict:
+    """What one host's reads showed: client failures, Placement's findings, what it read."""
+
+    counts: dict[str, Counter[str]] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+    findings: list[tuple[str, str]] = field(default_factory=list)
+    snapshot: Any = None
+
+    def fail(self, workload: str, category: str, line: str) -> None:
+        self.counts.setdefault(workload, Counter())[category] += 1
+        self.evidence.append(f"{workload} {category}: {line}")
+
+
+def judge_node(
+    admin: PlacementAdmin, cell: Cell, orphans: dict[str, dict[str, int]]
+) -> NodeVerdict:
+    """Every workload's invariants as read from one host; also what it read (for comparison).
+
+    :param orphans: the node's allocation rows without a consumer row, read causally.
+    """
     setup = cell.setup
-    counts: dict[str, Counter[str]] = {w: Counter() for w in WORKLOADS}
-    evidence: list[str] = []
+    node = NodeVerdict({w: Counter() for w in WORKLOADS})
+
+    def usages(workload: str, message: str) -> bool:
+        finding = explain_usages(message, orphans)
+        if finding is not None:
+            node.findings.append((workload, finding))
+        return finding is not None
 
     storm = Checker(admin, setup.storm_rps)
     storm.record(cell.consumer_ops)
     storm.read_back()
-    storm.check_registers()
+    lines, _ = check_with_orphans(storm, orphans, cell.cleanups, storm.check_registers)
+    node.findings += [("consumers", line) for line in lines]
     risen = _resurrected(storm)
+    storm_bypassed = bypassed(cell.consumer_ops, cell.retried)
     for category, who, message in storm.verdict.failures:
+        if category == "usages" and usages("consumers", message):
+            continue
+        if who in storm_bypassed:
+            # Placement answered two writes on this consumer for one generation: its history
+            # is not one the client could be judged against.
+            gens = sorted(storm_bypassed[who])
+            line = f"deadlock retry bypassed generation {gens} of {who}, so {category}: {message}"
+            node.findings.append(("consumers", line))
+            continue
         if who in risen and category in ("applied twice", "lost"):
             category = "resurrected"
-        counts["consumers"][category] += 1
-        evidence.append(f"consumers {category}: {who} {message}")
+        node.fail("consumers", category, f"{who} {message}")
+        node.evidence.append(f"consumers log of {who}: {_ops_log(cell, who)}")
 
     adds = Checker(admin, [setup.add_rp])
     adds.created.add(setup.add_consumer)
     adds.record(cell.add_ops)
     adds.read_back()
-    adds.check_adds(setup.add_consumer, {setup.add_rp: {"VCPU": 1}}, base_generation=1)
+    lines, _ = check_with_orphans(
+        adds, orphans, cell.cleanups,
+        lambda: adds.check_adds(setup.add_consumer, {setup.add_rp: {"VCPU": 1}}, 1),
+    )  # fmt: skip
+    node.findings += [("adds", line) for line in lines]
+    adds_bypassed = bypassed(cell.add_ops, cell.retried).get(setup.add_consumer, {})
+    explained = explain_adds(adds, setup.add_consumer, 1, 1, adds_bypassed)
     for category, who, message in adds.verdict.failures:
-        counts["adds"][category] += 1
-        evidence.append(f"adds {category}: {who} {message}")
+        if category == "usages" and usages("adds", message):
+            continue
+        if explained and category in ("lost", "generations"):
+            gens = sorted(adds_bypassed)
+            line = f"deadlock retry bypassed generation {gens} of {who}, so {category}: {message}"
+            node.findings.append(("adds", line))
+            continue
+        node.fail("adds", category, f"{who} {message}")
+    if node.counts["adds"]:
+        node.evidence.append(f"adds log: {_adds_log(cell)}")
 
     rps = [rp for tree in setup.trees for rp in tree]
     claim_ops = [
@@ -198,10 +263,12 @@ def judge_node(admin: PlacementAdmin, cell: Cell) -> tuple[dict[str, Counter[str
     sched.created.update(c for pair in setup.moves for c in pair)
     sched.record(claim_ops)
     sched.read_back()
-    sched.check_claims()
+    lines, as_read = check_with_orphans(sched, orphans, cell.cleanups, sched.check_claims)
+    node.findings += [("providers", line) for line in lines]
     for category, who, message in sched.verdict.failures:
-        counts["providers"][category] += 1
-        evidence.append(f"providers {category}: {who} {message}")
+        if category == "usages" and usages("providers", message):
+            continue
+        node.fail("providers", category, f"{who} {message}")
 
     fields: dict[str, Any] = {}
     for rp in rps:
@@ -212,7 +279,7 @@ def judge_node(admin: PlacementAdmin, cell: Cell) -> tuple[dict[str, Counter[str
         total = admin.inventory(rp).get("VCPU", {}).get("total")
         fields[rp] = (sorted(traits), sorted(aggs), total)
         root = next(tree[0] for tree in setup.trees if rp in tree)
-        _judge_fields(cell.provider_ops, rp, root, (traits, aggs, total), counts, evidence)
+        _judge_fields(cell.provider_ops, rp, root, (traits, aggs, total), node)
 
     for source, target in setup.moves:
         ops = [p for p in cell.provider_ops if p.kind == "move" and p.subject == source]
@@ -227,24 +294,23 @@ def judge_node(admin: PlacementAdmin, cell: Cell) -> tuple[dict[str, Counter[str
             allowed += [moved, stayed]
         else:
             allowed.append(stayed)
-        if (src, dst) not in allowed:
+        # A target whose consumer row Placement deleted reads empty: judged both ways.
+        if (src, dst) not in allowed and (as_read[source], as_read[target]) not in allowed:
             category = "applied twice" if src and dst else "lost"
-            counts["moves"][category] += 1
             outcomes = [p.outcome for p in ops]
-            evidence.append(f"moves {category}: {source}->{target} holds {src}, {dst}; {outcomes}")
-    snapshot = (
+            node.fail("moves", category, f"{source}->{target} holds {src}, {dst}; {outcomes}")
+    node.snapshot = (
         storm.final,
         adds.final,
         fields,
         {c: sched.final[c] for p in setup.moves for c in p},
     )
-    return counts, snapshot, evidence
+    return node
 
 
 def _judge_fields(
-    ops: list[POp], rp: str, root: str, read: tuple[set[str], set[str], Any],
-    counts: dict[str, Counter[str]], evidence: list[str],
-) -> None:  # fmt: skip
+    ops: list[POp], rp: str, root: str, read: tuple[set[str], set[str], Any], node: NodeVerdict
+) -> None:
     """Nobody removes a trait or an aggregate; a provider's total is its agent's last write."""
     traits, aggs, total = read
     for op in ops:
@@ -252,11 +318,9 @@ def _judge_fields(
         if present is None or op.subject != rp:
             continue
         if op.outcome == OK and op.value not in present:
-            counts["providers"]["clobbered"] += 1
-            evidence.append(f"providers clobbered: {op.kind} {op.value} on {rp} ok, now {present}")
+            node.fail("providers", "clobbered", f"{op.kind} {op.value} on {rp} ok, now {present}")
         elif op.outcome != OK and not uncertain_pop(op) and op.value in present:
-            counts["providers"]["phantom"] += 1
-            evidence.append(f"providers phantom: {op.kind} {op.value} {op.outcome} on {rp}")
+            node.fail("providers", "phantom", f"{op.kind} {op.value} {op.outcome} on {rp}")
     recs = [op for op in ops if op.kind == "reconcile" and op.subject == root]
     if recs:
         ok = [op for op in recs if op.outcome == OK]
@@ -268,8 +332,33 @@ def _judge_fields(
         if not ok:
             allowed.add(64)
         if total not in allowed:
-            counts["providers"]["clobbered"] += 1
-            evidence.append(f"providers clobbered: {rp} VCPU total {total}, allowed {allowed}")
+            node.fail("providers", "clobbered", f"{rp} VCPU total {total}, allowed {allowed}")
+
+
+def _adds_log(cell: Cell) -> str:
+    """The adds as a line to read a failure by: request, outcome, generation, amount, retried."""
+    entries = []
+    for op in sorted(cell.add_ops, key=lambda op: op.start):
+        amount = vcpus(op.result if op.outcome == OK else op.sent)
+        retried = " retried" if op.request_id in cell.retried else ""
+        entries.append(f"{op.request_id[4:12]} {op.outcome} g{op.generation} v{amount}{retried}")
+    return "; ".join(entries)
+
+
+def _ops_log(cell: Cell, consumer: str) -> str:
+    """One racing consumer's operations in start order, to read a failure by."""
+    ops = sorted((op for op in cell.consumer_ops if op.consumer == consumer), key=lambda o: o.start)
+    t0 = ops[0].start if ops else 0.0
+    entries = []
+    for op in ops:
+        marks = " retried" if op.request_id in cell.retried else ""
+        marks += " deleted-it" if op.request_id in cell.cleanups.get(consumer, ()) else ""
+        held = op.result if op.outcome == OK else op.sent
+        entries.append(
+            f"{op.request_id[4:12]} {op.kind} {op.start - t0:.2f}-{op.end - t0:.2f}s "
+            f"{op.outcome} g{op.generation} {held}{marks}"
+        )
+    return "; ".join(entries)
 
 
 def uncertain_pop(op: POp) -> bool:
@@ -280,18 +369,39 @@ def uncertain_pop(op: POp) -> bool:
 
 
 def judge(cluster: GaleraPlacement, cell: Cell) -> None:
-    """Judge ``cell`` on every node; keep the worst count per category and the evidence."""
-    snapshots, sums = [], []
-    for index, host in enumerate(cluster.hosts):
-        with PlacementAdmin(host.url, cluster.token, timeout=60.0) as admin:
-            counts, snapshot, evidence = judge_node(admin, cell)
-        for workload, found in counts.items():
+    """Judge ``cell`` on every node; keep the worst count per category and the evidence.
+
+    Galera applies write sets asynchronously, so a node's answer is only the cluster's when
+    nothing is left to apply: every node must report one ``wsrep_last_committed`` before the
+    reads and the same after them (a request still running in a host, its client long gone,
+    may commit late). Otherwise the cluster settles and every node is read again.
+    """
+    seqnos: list[int] = []
+    for _ in range(JUDGE_ATTEMPTS):
+        cluster.wait_settled()
+        seqnos = cluster.last_committed()
+        verdicts, sums = [], []
+        for index, host in enumerate(cluster.hosts):
+            orphans = cluster.orphaned_allocations(index)
+            with PlacementAdmin(host.url, cluster.token, timeout=60.0) as admin:
+                verdicts.append(judge_node(admin, cell, orphans))
+            sums.append(cluster.checksums(index))
+        after = cluster.last_committed()
+        if after == seqnos and len(set(seqnos)) == 1:
+            break
+    else:
+        cell.evidence.append(f"no settled state to judge: nodes at {seqnos}, then {after}")
+    cell.judged_at = seqnos[0]
+    for index, node in enumerate(verdicts):
+        for workload, found in node.counts.items():
             mine = cell.failures.setdefault(workload, Counter())
             for category, n in found.items():
                 mine[category] = max(mine[category], n)
-        cell.evidence += [f"host{index + 1}: {line}" for line in evidence]
-        snapshots.append(snapshot)
-        sums.append(cluster.checksums(index))
+        cell.evidence += [f"host{index + 1}: {line}" for line in node.evidence]
+        for workload, n in Counter(w for w, _ in node.findings).items():
+            cell.findings[workload] = max(cell.findings[workload], n)
+        cell.finding_lines += [f"host{index + 1}: {w} {line}" for w, line in node.findings]
+    snapshots = [node.snapshot for node in verdicts]
     cell.consistent = all(s == snapshots[0] for s in snapshots) and all(s == sums[0] for s in sums)
     if not cell.consistent:
         cell.evidence.append(f"nodes differ: checksums {sums}")
@@ -335,6 +445,6 @@ def rows(cell: Cell) -> list[list[object]]:
             cell.mode, cell.fault, workload, injected, len(met), ok, typed,
             fails["applied twice"], fails["lost"],
             fails["clobbered"] + fails["phantom"], fails["resurrected"],
-            "yes" if cell.consistent else "NO",
+            "yes" if cell.consistent else "NO", cell.findings[workload],
         ])  # fmt: skip
     return out

@@ -8,7 +8,9 @@ requests in flight, or right after a write committed and before its answer left)
 made to fail over, the chaos suite's lost answers, or nothing (in round-robin mode that is
 where certification conflicts between nodes happen). Then everything is read back from every
 node and judged. The table (printed when the module ends; ``-s`` shows it) has a row per
-mode x fault x workload; any broken invariant fails the cell.
+mode x fault x workload; any broken invariant fails the cell. What Placement itself broke,
+proven from its own log and rows (:mod:`tests.galera.findings`), is counted in the
+``placement`` column and listed under the table instead; it fails nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pytest
 
 from reportclient.testing import ROUND_ROBIN, SINGLE_WRITER, GaleraPlacement, PlacementAdmin
 from tests.galera.faults import KILL_AFTER_COMMIT, GaleraProxy, Injector
+from tests.galera.findings import cleaned_up, retried_requests
 from tests.galera.matrix import HEADERS, Cell, arrange, judge, rows, run_workloads
 from tests.races.checker import table
 
@@ -44,10 +47,25 @@ _UNEXPECTED = re.compile(r"Placement API unexpected error: (.{0,90})")
 @pytest.fixture(scope="module")
 def matrix() -> Iterator[dict[str, object]]:
     """Rows of the table and what the hosts logged, printed when the module ends."""
-    found: dict[str, object] = {"rows": [], "server errors": Counter(), "started": time.time()}
+    found: dict[str, object] = {
+        "rows": [], "server errors": Counter(), "findings": [], "started": time.time(),
+    }  # fmt: skip
     yield found
     print("\n\nGalera: mode x fault x workload, judged on every node")
     print(table(HEADERS, found["rows"]))  # type: ignore[arg-type]
+    rows: list[list[object]] = found["rows"]  # type: ignore[assignment]
+
+    def column(name: str) -> int:
+        return sum(int(str(row[HEADERS.index(name)])) for row in rows)
+
+    counts = ", ".join(f"{h} {column(h)}" for h in ("applied twice", "lost", "clobbered",
+                                                      "resurrected"))  # fmt: skip
+    consistent = sum(row[HEADERS.index("nodes consistent")] == "yes" for row in rows)
+    print(f"totals: {len(rows)} rows; {counts}; nodes consistent {consistent}/{len(rows)}; "
+          f"placement findings {column('placement')}")  # fmt: skip
+    print("\nPlacement-side findings (doc/source/galera.rst), with their evidence:")
+    for line in found["findings"] or ["  none"]:  # type: ignore[attr-defined]
+        print(f"  {line}")
     errors: Counter[str] = found["server errors"]  # type: ignore[assignment]
     print("\nPlacement's 500s by cause (from the hosts' logs):")
     for (mode, fault, cause), n in sorted(errors.items()):
@@ -95,6 +113,11 @@ def test_galera_keeps_every_invariant(
         cell.injected_proxy = proxy.injected()
     galera.wait_settled()
     cell.cert_failures = _certification(galera) - certified_before
+    logs = [
+        host.read_log()[offset:] for host, offset in zip(galera.hosts, logs_before, strict=True)
+    ]
+    cell.retried = retried_requests(logs)
+    cell.cleanups = cleaned_up(logs)
     judge(galera, cell)
     cell.seconds = time.monotonic() - started
 
@@ -104,6 +127,8 @@ def test_galera_keeps_every_invariant(
             errors[(mode, fault, re.sub(r"[0-9a-f-]{36}", "<uuid>", cause))] += 1
     mine = rows(cell)
     matrix["rows"].extend(mine)  # type: ignore[attr-defined]
+    findings: list[str] = matrix["findings"]  # type: ignore[assignment]
+    findings.extend(f"{mode} / {fault}: {line}" for line in cell.finding_lines)
     print(f"\n{mode} / {fault}: {cell.seconds:.1f} s")
     print(table(HEADERS, mine))
 

@@ -1,0 +1,199 @@
+"""What Placement itself broke, told apart from what the client broke, each only with proof.
+
+The matrix judges the client: every acknowledged operation against what every node holds.
+Two things Placement 16.0.0 does (the first only with several writers) break the same checks
+without any client being wrong (``doc/source/galera.rst``, "Placement-side findings"):
+
+* **deadlock retry re-sends an advanced generation**: ``_set_allocations``'s oslo.db retry
+  reuses the ``Consumer`` whose generation the aborted attempt bumped in memory, so when
+  another writer moved the consumer to that generation meanwhile, the retried write lands
+  on top of it although it carried the generation before
+  (``test_placement_findings.py`` makes it happen on purpose). Proof here
+  (:func:`bypassed`): a write Placement's log shows retried after a deadlock, and a success
+  that reported the very generation it bypassed.
+* **orphaned allocations**: a write that failed deletes the consumer it created, whoever
+  wrote to it meanwhile, so allocation rows are left without a consumer row. Usages count
+  them, listings (which join ``consumers``) do not, and the consumer reads empty. Proof
+  here: the rows themselves, read from the node with ``wsrep_sync_wait``; a usage differing
+  from the listing must be exactly them (:func:`explain_usages`), and an orphaned consumer
+  is judged by its rows (:func:`restore_orphans`).
+
+A failure is moved from the client's columns to the ``placement`` column only when the proof
+accounts for all of it; anything it does not explain stays a client failure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping
+
+from reportclient.testing._app import EVIDENCE_LOG
+from tests.races.checker import OK, Allocs, Checker, Op, Verdict, total, uncertain
+
+__all__ = [
+    "bypassed", "check_with_orphans", "cleaned_up", "explain_adds", "explain_usages",
+    "restore_orphans", "retried_requests",
+]  # fmt: skip
+
+_RETRIED = re.compile(
+    rf"{re.escape(EVIDENCE_LOG)} \[(req-[0-9a-f-]+)\]: Performing DB retry for function "
+    r"placement\.objects\.allocation\._set_allocations"
+)
+_CLEANUP = re.compile(
+    rf"{re.escape(EVIDENCE_LOG)} \[(req-[0-9a-f-]+)\]: Deleted auto-created consumer with "
+    r"consumer UUID ([0-9a-f-]{36})"
+)
+_USAGES = re.compile(r"provider (\S+): usage (\d+), its allocations sum to (\d+)")
+#: How an ``OutcomeUnknown`` from a consumer write names the generation its write carried.
+_CARRIED = re.compile(r"a write carrying generation (\d+) may or may")
+
+
+def retried_requests(logs: Iterable[str]) -> set[str]:
+    """Global request ids whose allocation write Placement retried after a deadlock."""
+    return {rid for log in logs for rid in _RETRIED.findall(log)}
+
+
+def cleaned_up(logs: Iterable[str]) -> dict[str, set[str]]:
+    """consumer -> global request ids that deleted it as "auto-created" after a failed write."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for log in logs:
+        for rid, consumer in _CLEANUP.findall(log):
+            found[consumer].add(rid)
+    return dict(found)
+
+
+def restore_orphans(
+    checker: Checker,
+    orphans: Mapping[str, Mapping[str, int]],
+    cleanups: Mapping[str, set[str]],
+) -> tuple[list[str], set[str]]:
+    """Give back to each consumer the allocation rows Placement orphaned; say so, per consumer.
+
+    A consumer the read showed empty while the node holds allocation rows for it (and no
+    consumer row): its ``final`` becomes those rows. Each such consumer is a finding, naming
+    the requests whose failed write deleted the consumer row, when logged. Returns the
+    findings and the consumers restored.
+    """
+    held: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
+    for rp, rows in orphans.items():
+        for consumer, used in rows.items():
+            held[consumer][rp] = {"VCPU": used}
+    lines, restored = [], set()
+    for consumer, allocs in sorted(held.items()):
+        if consumer not in checker.final or checker.final[consumer]:
+            continue
+        checker.final[consumer] = allocs
+        restored.add(consumer)
+        who = ", ".join(sorted(cleanups.get(consumer, ()))) or "not logged"
+        lines.append(
+            f"orphaned consumer {consumer}: no consumer row, {allocs} in allocations; "
+            f"deleted as auto-created by {who}"
+        )
+    return lines, restored
+
+
+def check_with_orphans(
+    checker: Checker,
+    orphans: Mapping[str, Mapping[str, int]],
+    cleanups: Mapping[str, set[str]],
+    check: Callable[[], None],
+) -> tuple[list[str], dict[str, Allocs]]:
+    """Run ``check`` on what the node shows, then with orphaned rows given back to their owners.
+
+    An orphaned consumer has two honest states: what every client sees (nothing: Placement
+    lists no allocation without its consumer row, so a later release finds nothing to do) and
+    what its writes left (the rows, still using capacity: a move's target that reads empty
+    did land). A failure about such a consumer is the client's only when it fails both ways;
+    every other failure is kept as is. ``checker.final`` ends restored; returns the findings
+    and the final state as read.
+    """
+    observed = dict(checker.final)
+    before = list(checker.verdict.failures)
+    check()
+    first = checker.verdict.failures[len(before) :]
+    lines, restored = restore_orphans(checker, orphans, cleanups)
+    if not restored:
+        return lines, observed
+    checker.verdict = Verdict()
+    check()
+    second = {(category, who) for category, who, _ in checker.verdict.failures}
+    kept = [f for f in first if f[1] not in restored or (f[0], f[1]) in second]
+    checker.verdict.failures = before + kept
+    return lines, observed
+
+
+def bypassed(ops: Iterable[Op], retried: set[str]) -> dict[str, dict[int, bool]]:
+    """consumer -> generation b a retried write bypassed -> whether its loser reported success.
+
+    Two proofs, each naming a write Placement retried after a deadlock: two successes report
+    generation b (both carried b-1), one of them retried; or a success reports b holding X
+    while a retried write whose outcome stayed unknown carried b-1 and sent the same X (both
+    were computed from the same state; the retry landed later, moving the generation again).
+    """
+    ops = list(ops)
+    found: dict[str, dict[int, bool]] = defaultdict(dict)
+    successes: dict[tuple[str, int], list[Op]] = defaultdict(list)
+    for op in ops:
+        if op.outcome == OK and op.generation is not None:
+            successes[(op.consumer, op.generation)].append(op)
+    for (consumer, generation), same in successes.items():
+        if len(same) > 1 and any(op.request_id in retried for op in same):
+            found[consumer][generation] = True
+    for op in ops:
+        carried = _CARRIED.search(op.detail)
+        if op.request_id not in retried or not uncertain(op) or carried is None:
+            continue
+        generation = int(carried.group(1)) + 1
+        winners = successes.get((op.consumer, generation), [])
+        if any(w.result == op.sent for w in winners):
+            found[op.consumer].setdefault(generation, False)
+    return dict(found)
+
+
+def explain_adds(
+    checker: Checker,
+    consumer: str,
+    base_total: int,
+    base_generation: int,
+    bypasses: Mapping[int, bool],
+) -> bool:
+    """Whether ``bypasses`` account for every failure the adds check found, and nothing else.
+
+    A bypass at generation b adds no content and moves the generation once more (b+1, by the
+    retry); its loser either reported success at b too, or stayed unknown. So with k
+    bypasses, k_ok of them reported: the amount lies k_ok below the successes (and its
+    unknowns' upper bound another k - k_ok lower), the generation moved k more than the
+    amount, only the k_ok generations are reported twice, and a success at generation g
+    holds ``base + (g - base_generation) - (bypasses below g)``.
+    """
+    adds = [op for op in checker.ops if op.consumer == consumer and op.kind == "add"]
+    ok = [op for op in adds if op.outcome == OK]
+    unknown = [op for op in adds if uncertain(op)]
+    k, k_ok = len(bypasses), sum(bypasses.values())
+    applied = total(checker.final[consumer]) - base_total
+    moved = (checker.generations[consumer] or 0) - base_generation
+    if not bypasses or not len(ok) - k_ok <= applied <= len(ok) + len(unknown) - k:
+        return False
+    if moved != applied + k:
+        return False
+    reported = Counter(op.generation for op in ok)
+    if any(n != (2 if bypasses.get(g or 0) else 1) for g, n in reported.items()):
+        return False
+    for op in ok:
+        below = sum(b < (op.generation or 0) for b in bypasses)
+        if total(op.result) != base_total + (op.generation or 0) - base_generation - below:
+            return False
+    return True
+
+
+def explain_usages(message: str, orphans: Mapping[str, Mapping[str, int]]) -> str | None:
+    """The finding that explains a "usages" failure (``message``) exactly, or None."""
+    match = _USAGES.match(message)
+    if match is None:
+        return None
+    rp, usage, listed = match.group(1), int(match.group(2)), int(match.group(3))
+    rows = orphans.get(rp, {})
+    if not rows or usage - listed != sum(rows.values()):
+        return None
+    return f"orphaned allocations on {rp}: {dict(rows)} (no consumer row); {message}"
