@@ -199,7 +199,12 @@ def test_provider_chaos_loses_clobbers_and_applies_nothing_twice(
     expected += 2 * len(setup.moves)
     assert len(cell.provider_ops) == expected, "a provider thread did not finish"
 
-    counts, _, evidence = judge_node(admin, cell)
+    # One database, no Galera: no orphaned rows or deadlock retries are excused (the
+    # cell's host evidence is empty), so anything Placement breaks fails here as a client
+    # violation would.
+    verdict = judge_node(admin, cell, orphans={})
+    counts, evidence = verdict.counts, list(verdict.evidence)
+    evidence += [f"{workload}: {line}" for workload, line in verdict.findings]
     tree_evidence = judge_trees(admin, cell)
     counts["providers"]["clobbered"] += len(tree_evidence)
     evidence += tree_evidence
