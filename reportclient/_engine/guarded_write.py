@@ -103,9 +103,6 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         self.pending: list[SentT] = []
         #: The last state read during this operation.
         self.last_read: StateT | None = None
-        #: Whether the last failed write was computed from a state just read
-        #: (a conflict then means writers contend, not that a cache was stale).
-        self.contended = False
         #: Whether the last conflict's re-read showed what the write changes
         #: untouched: the generation moved under writes of something else.
         self.untouched = False
@@ -219,7 +216,6 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             result = self.send(planned)
         except GenerationConflict as exc:
             self._must_read = True
-            self.contended = fresh
             self.untouched = False
             exc.attempts = number
             self.conflicted(planned, exc)
@@ -325,8 +321,8 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         except PlacementUnavailable:
             return  # the next attempt reads anyway
         if looked is not None:
-            self._prefetched, self.contended = looked
-            self.untouched = not self.contended
+            self._prefetched, touched = looked
+            self.untouched = not touched
             self._must_read = False
 
     def _after_lost_answer(self, error: PlacementUnavailable) -> ResultT:
@@ -342,7 +338,7 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             LOG.info("%s: answer lost, but Placement holds what was asked", self.subject)
             return settled.value
         self._prefetched = state
-        self.contended = self.untouched = self.at_once = False
+        self.untouched = self.at_once = False
         raise error
 
 
