@@ -436,18 +436,7 @@ class _Run:
             start = held[0]
             if not start.holds(compute(start.value)):
                 self._ensure(kind, custom, start)
-            result, sent, wrote = self.client.change(
-                any_kind,
-                rp.uuid,
-                compute,
-                idempotent=True,
-                start=start,
-                start_read=just_read,
-                global_request_id=self.request_id,
-            )
-            self.requests += sent
-            if wrote:
-                self.written.append((rp.uuid, kind.ROUTE))
+            result, wrote = self._write(any_kind, rp.uuid, compute, start, just_read)
             if wrote and result.generation == generation + 1:
                 # Our write moved it from the generation the others are known
                 # at, and changed only its own field: they hold at the new one.
@@ -515,18 +504,8 @@ class _Run:
             if start.holds(compute(start.value)):
                 continue
             self._ensure(kind, custom, start)
-            result, sent, wrote = self.client.change(
-                any_kind,
-                spec.uuid,
-                compute,
-                idempotent=True,
-                start=start,
-                start_read=False,
-                global_request_id=self.request_id,
-            )
-            self.requests += sent
+            result, wrote = self._write(any_kind, spec.uuid, compute, start, False)
             if wrote:
-                self.written.append((spec.uuid, kind.ROUTE))
                 # Our write moved the provider from result.generation - 1 and
                 # changed only its own field: a field known at that
                 # generation holds at the new one, as old as its proof.
@@ -546,6 +525,29 @@ class _Run:
         ]
         if generations:
             self.generations[spec.uuid] = max(generations)
+
+    def _write(
+        self,
+        kind: type[Any],
+        uuid: str,
+        compute: Callable[[Any], Any],
+        start: Snapshot,
+        start_read: bool,
+    ) -> tuple[Any, bool]:
+        """One field change from ``start``, counted: the field afterwards, and whether it wrote."""
+        result, sent, wrote = self.client.change(
+            kind,
+            uuid,
+            compute,
+            idempotent=True,
+            start=start,
+            start_read=start_read,
+            global_request_id=self.request_id,
+        )
+        self.requests += sent
+        if wrote:
+            self.written.append((uuid, kind.ROUTE))
+        return result, wrote
 
     def _ensure(self, kind: type[Snapshot], custom: Iterable[str], start: Snapshot) -> None:
         """Create the custom classes or traits a write will name, unless the provider has them."""
