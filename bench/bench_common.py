@@ -25,6 +25,20 @@ from reportclient.testing import PlacementServer, RequestRecord
 
 #: Room for every claim a run makes; capacity is never what a workload measures.
 INVENTORY = {"VCPU": {"total": 1_000_000, "max_unit": 1_000_000}}
+
+
+def full_inventory(total: int) -> dict[str, Any]:
+    """A full inventory record, so no client leaves a field to Placement's defaults."""
+    return {
+        "total": total,
+        "reserved": 0,
+        "min_unit": 1,
+        "max_unit": total,
+        "step_size": 1,
+        "allocation_ratio": 1.0,
+    }
+
+
 PROJECT = "bench-project"
 USER = "bench-user"
 #: Pinned so that no client spends a ``GET /`` negotiating.

@@ -55,6 +55,7 @@ from bench_common import (
     PROJECT,
     USER,
     CountingAdapter,
+    full_inventory,
     make_adapter,
     percentile,
     quiet_logging,
@@ -176,17 +177,6 @@ def churn(node: Node, period: int) -> None:
         node.traits ^= {"CUSTOM_FLEET_CHURN"}
     else:
         node.aggregates = {AGGREGATES[(AGGREGATES.index(min(node.aggregates)) + 1) % 4]}
-
-
-def full_inventory(total: int) -> dict[str, Any]:
-    return {
-        "total": total,
-        "reserved": 0,
-        "min_unit": 1,
-        "max_unit": total,
-        "step_size": 1,
-        "allocation_ratio": 1.0,
-    }
 
 
 def specs_of(agent: Agent) -> list[ProviderSpec]:

@@ -33,7 +33,7 @@ import warnings
 from types import SimpleNamespace
 from typing import Any
 
-from bench_common import MICROVERSION, make_adapter
+from bench_common import MICROVERSION, full_inventory, make_adapter
 
 from reportclient import PlacementClient, ProviderSpec
 
@@ -43,18 +43,6 @@ CUSTOM_RC = "CUSTOM_BENCH_GPU"
 QUERY = {"VCPU": 1, "MEMORY_MB": 512}
 #: nova sends [scheduler]max_placement_results (default 1000); reportclient is asked the same.
 LIMIT = 1000
-
-
-def _inventory(total: int) -> dict[str, Any]:
-    """A full inventory record, so neither client leaves a field to Placement's defaults."""
-    return {
-        "total": total,
-        "reserved": 0,
-        "min_unit": 1,
-        "max_unit": total,
-        "step_size": 1,
-        "allocation_ratio": 1.0,
-    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,10 +69,10 @@ class Tree:
         return f"cn-{self.root}-gpu"
 
     def root_inventory(self) -> dict[str, dict[str, Any]]:
-        return {"VCPU": _inventory(self.vcpu), "MEMORY_MB": _inventory(8192)}
+        return {"VCPU": full_inventory(self.vcpu), "MEMORY_MB": full_inventory(8192)}
 
     def child_inventory(self) -> dict[str, dict[str, Any]]:
-        return {CUSTOM_RC: _inventory(4)}
+        return {CUSTOM_RC: full_inventory(4)}
 
 
 def _at_least(microversion: str, minor: int) -> bool:
