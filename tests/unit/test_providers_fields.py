@@ -72,7 +72,8 @@ def test_inventory_conflict_rereads_and_keeps_the_class_another_writer_added(
     assert wire(fake) == [
         ("GET", "inventories", 200),
         ("PUT", "inventories", 409),
-        ("GET", "inventories", 200),
+        ("GET", "inventories", 200),  # the look: another writer touched the field
+        ("GET", "inventories", 200),  # after the wait, the premise is read again
         ("PUT", "inventories", 200),
     ]
     # computed from a fresh read: contention, so it backs off over the engine's
