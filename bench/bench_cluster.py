@@ -274,7 +274,7 @@ def run(
         mixed_rows: list[dict[str, Any]] = []
         if sizes.get("mixed"):
             progress(f"production shape: mixed cell on {database} x{workers}")
-            mixed_rows = mixed(writers, admin, meter, sizes["mixed"])
+            mixed_rows = mixed(writers, claimers[BARE], admin, meter, sizes["mixed"])
         admin.close()
     results = {"fresh_claims": claims, "contention": rows, "mixed": mixed_rows}
     results["targets"] = cluster_targets(results)
@@ -458,8 +458,9 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
         lines += [
             "",
             f"Mixed: {shape.get('pair', 2)} writers (one client each) add 1 VCPU to one "
-            f"consumer while {shape.get('claimers', 14)} threads (one client each) claim fresh "
-            "consumers on the same provider; the first group done stops the other",
+            f"consumer while {shape.get('claimers', 14)} threads (one bare-PUT client each, "
+            "the same beside every pair) claim fresh consumers on the same provider; the "
+            "first group done stops the other",
         ]
         lines += table(*mixed_table(mixed_rows))
     lines += ["", "Targets"]
