@@ -138,6 +138,11 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         """What this operation writes, for logs."""
         return f"consumer {self.consumer}"
 
+    @property
+    def turn(self) -> str:
+        """This client's writers of the consumer take turns."""
+        return self.subject
+
     # -- read ----------------------------------------------------------------
     def read(self) -> ConsumerAllocations:
         """Read the consumer, trusting a conflict's "expected N" over an empty GET.

@@ -48,6 +48,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from reportclient._engine.turns import Turns
+
 __all__ = ["CROWD_WINDOW", "HALF_LIFE", "MIN_WINDOW", "ContentionMemory"]
 
 #: The first retry's window, in seconds, unless a cycle, the writes that
@@ -66,13 +68,15 @@ CYCLES = 8.0
 
 
 class ContentionMemory:
-    """Per subject, the window writers needed lately; thread-safe.
+    """Per subject, the window writers needed lately, and whose turn it is; thread-safe.
 
     :param clock: monotonic seconds, to measure a write's cycle.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
+        #: The client's writers of one subject, one at a time.
+        self.turns = Turns()
         self._lock = threading.Lock()
         self._windows: dict[str, tuple[float, float]] = {}
 

@@ -109,6 +109,15 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         """What this operation writes, for logs."""
         return f"provider {self.uuid} {self._kind.ROUTE}"
 
+    @property
+    def turn(self) -> str:
+        """This client's writers of the provider take turns, whatever field.
+
+        Every field write moves the one provider generation, so two of them
+        collide whichever fields they write.
+        """
+        return f"provider {self.uuid}"
+
     def read(self) -> Field:
         """Read the field (and cache it)."""
         self.requests += 1

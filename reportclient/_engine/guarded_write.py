@@ -119,6 +119,16 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
     def subject(self) -> str:
         """What this operation writes, for logs."""
 
+    @property
+    def turn(self) -> str | None:
+        """The subject on which this client's writers take turns; None takes no turn.
+
+        A write of one subject names it; a write of several (a batch, a
+        reshape) takes none, so that no thread ever waits for one turn
+        while holding another.
+        """
+        return None
+
     @abc.abstractmethod
     def read(self) -> StateT:
         """Read, from Placement, everything the write depends on."""
@@ -178,6 +188,11 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         """Forget cached state after a lost answer: the write may have changed it."""
 
     # -- the skeleton ----------------------------------------------------------
+    @property
+    def memory(self) -> ContentionMemory | None:
+        """The client's contention memory (windows and turns), if it keeps one."""
+        return self._memory
+
     @property
     def lost(self) -> PlacementUnavailable | None:
         """The last lost answer's error."""
@@ -352,10 +367,21 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
 def run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retrying) -> ResultT:
     """Run ``write``'s attempts until one succeeds or ``policy`` gives up.
 
-    Most writes land at once, so the policy is only copied (a measurable
-    share of a claim's CPU) after a first attempt has failed. A policy that
-    gives up while a write may still land ends in :class:`OutcomeUnknown`.
+    The client's other writers of the same subject wait for their turn
+    (:mod:`reportclient._engine.turns`), so its own threads read each
+    other's writes instead of colliding on them. Most writes land at once,
+    so the policy is only copied (a measurable share of a claim's CPU) after
+    a first attempt has failed. A policy that gives up while a write may
+    still land ends in :class:`OutcomeUnknown`.
     """
+    memory = write.memory
+    if memory is None or write.turn is None:
+        return _run_attempts(write, policy)
+    with memory.turns.turn(write.turn):
+        return _run_attempts(write, policy)
+
+
+def _run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retrying) -> ResultT:
     try:
         first = write.attempt(1)
     except _RETRIABLE as exc:
