@@ -91,7 +91,8 @@ class ContentionMemory:
             when the conflict says (a consumer's "expected N"); each is one
             more writer to make room for.
         """
-        start = max(max(MIN_WINDOW, CYCLES * cycle) * max(1, landed or 1), self._remembered(subject))
+        first = max(MIN_WINDOW, CYCLES * cycle) * max(1, landed or 1)
+        start = max(first, self._remembered(subject))
         if conflicts <= 1:
             return float(start)
         # Collided again after spreading: many writers, as many as the first
