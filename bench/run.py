@@ -1,11 +1,13 @@
 """Benchmark reportclient against the real Placement; print a table and write JSON.
 
-Usage: ``python bench/run.py [--quick] [--json PATH] [--with-nova] [--galera]
+Usage: ``python bench/run.py [--quick] [--json PATH] [--with-nova] [--galera] [--shared]
 [--placement sqlite|mariadb|postgresql] [--workers N]``
 
 ``--galera`` runs fresh claims through HAProxy on three Galera nodes beside the same claims
 sent to one node's Placement (``bench_galera``; needs the Galera suite's packages).
-``--placement mariadb`` or ``postgresql`` runs the production-shape workloads instead
+``--shared`` (with ``--placement mariadb|postgresql``) runs threads sharing one client on
+one consumer, reportclient beside nova (``bench_shared``). ``--placement mariadb`` or
+``postgresql`` runs the production-shape workloads instead
 (``bench_cluster``): Placement behind ``--workers`` gunicorn workers on that database,
 fresh claims at 1/4/16/64 threads, contention at 2/4/16/64 writers and the mixed cell
 (2 writers on one consumer beside 14 threads claiming fresh consumers).
@@ -36,6 +38,7 @@ import bench_cluster  # noqa: E402
 import bench_galera  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_overhead  # noqa: E402
+import bench_shared  # noqa: E402
 from bench_common import (  # noqa: E402
     INVENTORY,
     WireCounter,
@@ -307,6 +310,11 @@ def main(argv: list[str] | None = None) -> int:
         help="fresh claims through HAProxy on three Galera nodes beside one node's Placement",
     )
     parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="production shape: only threads sharing one client, all updating one consumer",
+    )
+    parser.add_argument(
         "--with-nova",
         action="store_true",
         help="also drive nova's SchedulerReportClient (needs nova installed)",
@@ -336,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.galera:
         return _galera(args, meta, began)
+    if args.shared:
+        return _shared(args, nova, meta, began)
     if args.placement != "sqlite":
         return _production_shape(args, nova, meta, began)
     results: dict[str, Any] = {}
@@ -395,6 +405,25 @@ def _galera(args: argparse.Namespace, meta: dict[str, Any], began: float) -> int
     meta["server"], rows = bench_galera.run(sizes, lambda m: _progress(m, began))
     meta["wall_seconds"] = time.perf_counter() - began
     return emit(bench_galera.render(meta, rows), meta, {"fresh_claims": rows}, args.json)
+
+
+def _shared(args: argparse.Namespace, nova: Any, meta: dict[str, Any], began: float) -> int:
+    if args.placement == "sqlite":
+        print("--shared needs --placement mariadb or postgresql", file=sys.stderr)
+        return 2
+    sizes = bench_shared.QUICK if args.quick else bench_shared.FULL
+    if args.writers:
+        sizes = {**sizes, "writers": [int(w) for w in args.writers.split(",")]}
+    if args.rounds:
+        sizes = {**sizes, "rounds": args.rounds}
+    if args.json == _HERE / "results" / "latest.json":
+        args.json = _HERE / "results" / f"shared-{args.placement}.json"
+    meta.update(sizes=sizes, placement=args.placement, workers=args.workers)
+    meta["server"], rows = bench_shared.run(
+        args.placement, args.workers, nova, sizes, lambda m: _progress(m, began)
+    )
+    meta["wall_seconds"] = time.perf_counter() - began
+    return emit(bench_shared.render(meta, rows), meta, {"shared": rows}, args.json)
 
 
 if __name__ == "__main__":
