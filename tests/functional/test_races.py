@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -422,23 +422,52 @@ def _add_one_vcpu(
     return client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
 
 
-def test_concurrent_adds_through_one_shared_client_lose_no_update(
+def test_concurrent_adds_through_one_shared_client_take_turns(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin
 ) -> None:
+    """One client's threads writing one consumer take turns: none of them conflicts.
+
+    The first computation waits until every other thread is waiting for its
+    turn, so all of them are writing at once; each then reads what the one
+    before it wrote.
+    """
     rp, consumer = _claimed_consumer(real_placement, placement_admin)
     client = make_client(real_placement, retry=fast_retry())
-    all_read = threading.Barrier(THREADS)
+    turns = client._contention.turns
+    add = add_allocations({rp: {"VCPU": 1}})
+    first = threading.Lock()
 
-    outcomes = run_together(
-        [lambda: _add_one_vcpu(client, consumer, rp, all_read) for _ in range(THREADS)]
-    )
+    def mutate(current: ConsumerAllocations) -> Mapping[str, Mapping[str, int]]:
+        if first.acquire(blocking=False):
+            until(lambda: turns.waiting(f"consumer {consumer}") == THREADS)
+        return add(current)
+
+    def add_one() -> ConsumerAllocations:
+        return client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+
+    real_placement.clear_requests_seen()
+    outcomes = run_together([add_one for _ in range(THREADS)])
 
     assert [kind for kind, _ in outcomes] == ["ok"] * THREADS, outcomes
+    path = f"/allocations/{consumer}"
+    assert sorted(wire(real_placement)) == sorted(
+        [("GET", path, 200)] * THREADS + [("PUT", path, 204)] * THREADS
+    )
     raw = placement_admin.get_allocations(consumer)
     assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
     assert raw["consumer_generation"] == 1 + THREADS
     assert placement_admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
     assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
+
+
+def until(condition: Callable[[], bool], bound: float = JOIN_TIMEOUT) -> None:
+    """Wait (bounded) until ``condition`` holds: a state to reach, not a race to wait out."""
+    pause = threading.Event()
+    for _ in range(int(bound / 0.001)):
+        if condition():
+            return
+        pause.wait(0.001)
+    raise AssertionError("condition never held")
 
 
 def test_concurrent_adds_through_separate_clients_lose_no_update(
