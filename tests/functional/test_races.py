@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import pytest
 
@@ -32,6 +32,7 @@ from tests.functional._helpers import (
     run_together,
     wire,
 )
+from tests.waiting import until
 
 THREADS = 8
 
@@ -439,7 +440,7 @@ def test_concurrent_adds_through_one_shared_client_take_turns(
 
     def mutate(current: ConsumerAllocations) -> Mapping[str, Mapping[str, int]]:
         if first.acquire(blocking=False):
-            until(lambda: turns.waiting(f"consumer {consumer}") == THREADS)
+            until(lambda: turns.waiting(f"consumer {consumer}") == THREADS, JOIN_TIMEOUT)
         return add(current)
 
     def add_one() -> ConsumerAllocations:
@@ -458,16 +459,6 @@ def test_concurrent_adds_through_one_shared_client_take_turns(
     assert raw["consumer_generation"] == 1 + THREADS
     assert placement_admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
     assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
-
-
-def until(condition: Callable[[], bool], bound: float = JOIN_TIMEOUT) -> None:
-    """Wait (bounded) until ``condition`` holds: a state to reach, not a race to wait out."""
-    pause = threading.Event()
-    for _ in range(int(bound / 0.001)):
-        if condition():
-            return
-        pause.wait(0.001)
-    raise AssertionError("condition never held")
 
 
 def test_concurrent_adds_through_separate_clients_lose_no_update(

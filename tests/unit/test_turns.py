@@ -10,7 +10,6 @@ ordered. With turns the second waits for the first write and reads it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,19 +18,10 @@ import reportclient
 from reportclient._engine.turns import Turns
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
 from tests.unit.conftest import new_uuid
+from tests.waiting import until
 
 #: Bound on every wait here: a wrong implementation fails, it does not hang.
 BOUND = 10.0
-
-
-def until(condition: Callable[[], bool]) -> None:
-    """Wait (bounded) until ``condition`` holds: a state to reach, not a race to wait out."""
-    pause = threading.Event()
-    for _ in range(int(BOUND / 0.001)):
-        if condition():
-            return
-        pause.wait(0.001)
-    raise AssertionError("condition never held")
 
 
 def test_a_second_writer_waits_until_the_first_one_leaves() -> None:
