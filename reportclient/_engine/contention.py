@@ -25,11 +25,12 @@ So the window is shaped by what a conflict says about the crowd:
   queues, and when writers of one subject are released together the queue
   is theirs: at 64 writers the first conflict's cycle was 0.3-0.5 s, and
   with two cycles (under 1 s) 72% of second attempts collided again; with
-  eight (about 2.6 s) 39% did, Placement CPU per update fell from 46 to 36
-  ms and updates/s rose from 6.5 to 8.7, beside nova's 38.8-40.0 ms and
-  7.9-8.2 (MariaDB, 4 workers, one run). Where the queue is other work (14
-  threads claiming beside a pair of writers) the wider window cost the pair
-  nothing measurable: 4.1 updates/s against 4.2, nova 4.1-4.3;
+  eight (about 2.6 s) 39% did and Placement CPU per update fell from 46 to
+  36 ms (MariaDB, 4 workers, 4 rounds; nova 38.8-40.0). In the README's
+  12-round runs 64 writers spend 0.98x nova's CPU per update on MariaDB and
+  PostgreSQL, at 0.93x and 0.99x its updates/s. Where the queue is other
+  work (14 threads claiming beside a pair of writers) the wider window cost
+  the pair nothing measurable: 4.1 updates/s against 4.2, nova 4.1-4.3;
 * a second collision in one operation means a crowd: from there it waits
   within ``CROWD_WINDOW`` (3 s), doubling per collision up to the policy's
   cap (8 s), as wide as nova's scheduler client at that point;

@@ -21,6 +21,9 @@ Invariants:
 * a callback that waits for another thread to write the same subject
   through the same client would wait for ever: callbacks compute, they do
   not wait on other writers;
+* a writer's wait for its turn is bounded by the writer ahead of it (whose
+  policy bounds its attempts), not by its own policy, which starts when its
+  turn does;
 * a subject's entry lives only while a writer holds or waits for its turn,
   so the table holds no more entries than there are writing threads.
 
