@@ -30,7 +30,11 @@ So the window is shaped by what a conflict says about the crowd:
   12-round runs 64 writers spend 0.98x nova's CPU per update on MariaDB and
   PostgreSQL, at 0.93x and 0.99x its updates/s. Where the queue is other
   work (14 threads claiming beside a pair of writers) the wider window cost
-  the pair nothing measurable: 4.1 updates/s against 4.2, nova 4.1-4.3;
+  the pair nothing measurable: 4.1 updates/s against 4.2, nova 4.1-4.3.
+  Sixteen cycles spent less still (0.97x nova's CPU per update at 16
+  writers, 0.87x at 64, MariaDB, 12-round run) but made 64 writers slower
+  (0.85x nova's updates/s, p99 1.15x) and the mixed cell's pair's p99 9.5 s
+  against nova's 5.3-6.9 s, so eight it is;
 * a second collision in one operation means a crowd: from there it waits
   within ``CROWD_WINDOW`` (3 s), doubling per collision up to the policy's
   cap (8 s), as wide as nova's scheduler client at that point;
