@@ -360,6 +360,33 @@ class PlacementCluster:
         rows = _run(self.database_url, sql, u=consumer_uuid)
         return int(rows[0]) if rows else None
 
+    def orphaned_allocations(self) -> dict[str, dict[str, int]]:
+        """Allocation rows without a consumer row: provider -> consumer -> used.
+
+        Placement 16.0.0 deletes a consumer it auto-created when the write that created it
+        fails, whoever wrote to that consumer meanwhile (``doc/source/galera.rst``,
+        "Placement-side findings"). Usages sum ``allocations`` alone while every listing
+        joins ``consumers``, so such rows count in a provider's usage and show in no listing.
+        """
+        import sqlalchemy
+
+        statement = (
+            "SELECT rp.uuid, a.consumer_id, SUM(a.used) FROM allocations a "
+            "JOIN resource_providers rp ON rp.id = a.resource_provider_id "
+            "LEFT JOIN consumers c ON c.uuid = a.consumer_id WHERE c.id IS NULL "
+            "GROUP BY rp.uuid, a.consumer_id"
+        )
+        engine = _engine(self.database_url, autocommit=True)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(sqlalchemy.text(statement)).all()
+        finally:
+            engine.dispose()
+        found: dict[str, dict[str, int]] = {}
+        for rp, consumer, used in rows:
+            found.setdefault(str(rp), {})[str(consumer)] = int(used)
+        return found
+
     def wait_for_consumer_generation(
         self, consumer_uuid: str, generation: int, timeout: float = 10.0
     ) -> None:
