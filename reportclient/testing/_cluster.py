@@ -46,6 +46,8 @@ from reportclient.testing._cluster_db import (
     _drop_database,
     _engine,
     _run,
+    orphaned_allocations_sql,
+    orphans_by_provider,
 )
 from reportclient.testing._server import PlacementStartError
 
@@ -365,27 +367,18 @@ class PlacementCluster:
 
         Placement 16.0.0 deletes a consumer it auto-created when the write that created it
         fails, whoever wrote to that consumer meanwhile (``doc/source/galera.rst``,
-        "Placement-side findings"). Usages sum ``allocations`` alone while every listing
-        joins ``consumers``, so such rows count in a provider's usage and show in no listing.
+        "Placement-side findings"), leaving its allocation rows behind.
         """
         import sqlalchemy
 
-        statement = (
-            "SELECT rp.uuid, a.consumer_id, SUM(a.used) FROM allocations a "
-            "JOIN resource_providers rp ON rp.id = a.resource_provider_id "
-            "LEFT JOIN consumers c ON c.uuid = a.consumer_id WHERE c.id IS NULL "
-            "GROUP BY rp.uuid, a.consumer_id"
-        )
         engine = _engine(self.database_url, autocommit=True)
         try:
             with engine.connect() as conn:
-                rows = conn.execute(sqlalchemy.text(statement)).all()
+                return orphans_by_provider(
+                    conn.execute(sqlalchemy.text(orphaned_allocations_sql()))
+                )
         finally:
             engine.dispose()
-        found: dict[str, dict[str, int]] = {}
-        for rp, consumer, used in rows:
-            found.setdefault(str(rp), {})[str(consumer)] = int(used)
-        return found
 
     def wait_for_consumer_generation(
         self, consumer_uuid: str, generation: int, timeout: float = 10.0

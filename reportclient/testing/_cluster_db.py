@@ -7,6 +7,7 @@ differences live in one :class:`_Dialect` table so the cluster code has no branc
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,31 @@ _DIALECTS = {
         blocked_by="SELECT COUNT(*) FROM pg_stat_activity WHERE :h = ANY(pg_blocking_pids(pid))",
     ),
 }
+
+
+def orphaned_allocations_sql(schema: str = "") -> str:
+    """The rows of ``allocations`` without a consumer row, summed per provider and consumer.
+
+    Placement keeps no foreign key from ``allocations`` to ``consumers``: its usages sum
+    ``allocations`` alone while every allocation listing joins ``consumers``, so such a row
+    counts in a provider's usage and shows in no listing. ``schema`` qualifies the tables
+    (our own generated database name, never input) for a connection to another database.
+    """
+    q = f"{schema}." if schema else ""
+    return (
+        f"SELECT rp.uuid, a.consumer_id, SUM(a.used) FROM {q}allocations a "  # noqa: S608
+        f"JOIN {q}resource_providers rp ON rp.id = a.resource_provider_id "
+        f"LEFT JOIN {q}consumers c ON c.uuid = a.consumer_id WHERE c.id IS NULL "
+        "GROUP BY rp.uuid, a.consumer_id"
+    )
+
+
+def orphans_by_provider(rows: Iterable[Sequence[Any]]) -> dict[str, dict[str, int]]:
+    """:func:`orphaned_allocations_sql`'s rows as provider -> consumer -> used."""
+    found: dict[str, dict[str, int]] = {}
+    for rp, consumer, used in rows:
+        found.setdefault(str(rp), {})[str(consumer)] = int(used)
+    return found
 
 
 class ClusterUnavailable(RuntimeError):

@@ -47,7 +47,12 @@ from reportclient.testing._cluster import (
     _children,
     _kill,
 )
-from reportclient.testing._cluster_db import ClusterUnavailable, _run
+from reportclient.testing._cluster_db import (
+    ClusterUnavailable,
+    _run,
+    orphaned_allocations_sql,
+    orphans_by_provider,
+)
 from reportclient.testing._galera import GaleraCluster, free_ports
 from reportclient.testing._haproxy import SINGLE_WRITER, HAProxy
 from reportclient.testing._server import PlacementStartError
@@ -316,22 +321,11 @@ class GaleraPlacement:
     def orphaned_allocations(self, index: int) -> dict[str, dict[str, int]]:
         """Allocation rows on node ``index`` without a consumer row: provider -> consumer -> used.
 
-        Placement keeps no foreign key from ``allocations`` to ``consumers``. Its usages sum
-        ``allocations`` alone, while every allocation listing joins ``consumers``, so such a
-        row counts in a provider's usage and shows in no listing. Read causally.
+        Such a row counts in a provider's usage and shows in no listing
+        (:func:`~reportclient.testing._cluster_db.orphaned_allocations_sql`). Read causally.
         """
-        db = self.database_name  # our own generated name, not input
-        statement = (
-            f"SELECT rp.uuid, a.consumer_id, SUM(a.used) FROM {db}.allocations a "  # noqa: S608
-            f"JOIN {db}.resource_providers rp ON rp.id = a.resource_provider_id "
-            f"LEFT JOIN {db}.consumers c ON c.uuid = a.consumer_id WHERE c.id IS NULL "
-            "GROUP BY rp.uuid, a.consumer_id"
-        )
-        rows = self.galera.causal_query(index, statement)
-        found: dict[str, dict[str, int]] = {}
-        for rp, consumer, used in rows:
-            found.setdefault(str(rp), {})[str(consumer)] = int(used)
-        return found
+        statement = orphaned_allocations_sql(self.database_name)
+        return orphans_by_provider(self.galera.causal_query(index, statement))
 
     def last_committed(self) -> list[int]:
         """Every node's ``wsrep_last_committed`` (-1 for a node that cannot be reached)."""
