@@ -249,13 +249,14 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
                 # consumer: a third of the retries were sent from it).
                 self._prefetched = None
                 self._must_read = True
-            if self._memory is not None and not self.at_once:
-                self._contended_conflicts += 1
-                cycle = self._memory.clock() - began
-                self._window = self._memory.window(
-                    self.subject, cycle, self._contended_conflicts, self.landed_since(planned, exc)
-                )
-                exc.backoff_hint = self._window
+                if self._memory is not None:
+                    self._contended_conflicts += 1
+                    cycle = self._memory.clock() - began
+                    landed = self.landed_since(planned, exc)
+                    self._window = self._memory.window(
+                        self.subject, cycle, self._contended_conflicts, landed
+                    )
+                    exc.backoff_hint = self._window
             raise
         except PlacementUnavailable as exc:
             if not exc.outcome_unknown:
@@ -374,10 +375,9 @@ def run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retryi
     a first attempt has failed. A policy that gives up while a write may
     still land ends in :class:`OutcomeUnknown`.
     """
-    memory = write.memory
-    if memory is None or write.turn is None:
+    if write.memory is None:
         return _run_attempts(write, policy)
-    with memory.turns.turn(write.turn):
+    with write.memory.turns.turn(write.turn):  # a write of several subjects names None
         return _run_attempts(write, policy)
 
 
