@@ -10,6 +10,7 @@ ordered. With turns the second waits for the first write and reads it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -76,33 +77,54 @@ def fake() -> FakePlacement:
     return FakePlacement()
 
 
+def second_writer_after_first_read(
+    fake: FakePlacement,
+    client: reportclient.PlacementClient,
+    subject: str,
+    first: Callable[[], object],
+    second: Callable[[], object],
+) -> list[BaseException]:
+    """Run ``first``; once it has read, ``second`` starts in another thread of the same client.
+
+    ``first`` is held (inside the fake's answer to its read) until ``second`` waits for
+    ``subject``'s turn, so both are writing at once. Returns what ``second`` raised.
+    """
+    turns = client._contention.turns
+    errors: list[BaseException] = []
+
+    def run_second() -> None:
+        try:
+            second()
+        except BaseException as exc:  # surfaced to the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=run_second)
+
+    def hook(_fake: FakePlacement, record: RequestRecord) -> None:
+        if record.method == "GET" and thread.ident is None:
+            thread.start()
+            until(lambda: turns.waiting(subject) == 2)
+
+    remove = fake.between_requests(hook)
+    try:
+        first()
+    finally:
+        remove()
+    thread.join(BOUND)
+    return errors
+
+
 def test_two_threads_of_one_client_do_not_collide_on_a_consumer(fake: FakePlacement) -> None:
     rp = fake.create_provider(inventory={"VCPU": 100})
     consumer = new_uuid()
     fake.put_allocations(consumer, {rp: {"VCPU": 1}}, project_id="p", user_id="u")
     client = make_client(fake, microversion="1.39", clock=FakeClock())
     add = reportclient.add_allocations({rp: {"VCPU": 1}})
-    turns = client._contention.turns
-    errors: list[BaseException] = []
 
-    def update() -> None:
-        try:
-            client.update_allocations(consumer, add, project_id="p", user_id="u")
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+    def update() -> object:
+        return client.update_allocations(consumer, add, project_id="p", user_id="u")
 
-    second = threading.Thread(target=update)
-
-    def hook(_fake: FakePlacement, record: RequestRecord) -> None:
-        # The first writer has read; the second starts now, between its read and write.
-        if record.method == "GET" and second.ident is None:
-            second.start()
-            until(lambda: turns.waiting(f"consumer {consumer}") == 2)
-
-    remove = fake.between_requests(hook)
-    update()
-    remove()
-    second.join(BOUND)
+    errors = second_writer_after_first_read(fake, client, f"consumer {consumer}", update, update)
 
     assert not errors
     assert [(r.method, r.status) for r in fake.requests if consumer in r.path] == [
@@ -145,26 +167,14 @@ def test_two_threads_of_one_client_take_turns_on_a_provider(fake: FakePlacement)
     """Different fields, one provider generation: they would collide, so they take turns."""
     rp = fake.create_provider(inventory={"VCPU": 8})
     client = make_client(fake, microversion="1.39", clock=FakeClock())
-    turns = client._contention.turns
-    errors: list[BaseException] = []
 
-    def add_traits() -> None:
-        try:
-            client.providers.add_traits(rp, ["HW_CPU_X86_AVX2"])
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-
-    second = threading.Thread(target=add_traits)
-
-    def hook(_fake: FakePlacement, record: RequestRecord) -> None:
-        if record.method == "GET" and second.ident is None:
-            second.start()
-            until(lambda: turns.waiting(f"provider {rp}") == 2)
-
-    remove = fake.between_requests(hook)
-    client.providers.set_inventory(rp, "MEMORY_MB", 1024)
-    remove()
-    second.join(BOUND)
+    errors = second_writer_after_first_read(
+        fake,
+        client,
+        f"provider {rp}",
+        lambda: client.providers.set_inventory(rp, "MEMORY_MB", 1024),
+        lambda: client.providers.add_traits(rp, ["HW_CPU_X86_AVX2"]),
+    )
 
     assert not errors
     assert [r.status for r in fake.requests if r.method == "PUT"] == [200, 200]
