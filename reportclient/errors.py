@@ -75,6 +75,15 @@ _CONSUMER_CONFLICT = re.compile(r"consumer generation conflict - expected (\S+) 
 _PROVIDER_CONFLICT = re.compile(
     r"resource provider generation conflict|Resource provider's generation already changed"
 )
+# An allocation write's in-server race names what moved under it: Placement's
+# ConcurrentUpdateDetected ("...updated the data") is raised only by a
+# consumer's generation bump, its ResourceProviderConcurrentUpdateDetected
+# ("...updated the resource provider data") once the provider bump has lost
+# allocation_conflict_retry_count times (placement/objects/consumer.py,
+# allocation.py, 16.0.0).
+_CONSUMER_MOVED = re.compile(
+    r"changed while attempting to allocate: Another thread concurrently updated the data\b"
+)
 
 
 class PlacementError(Exception):
@@ -199,6 +208,21 @@ class GenerationConflict(PlacementError):
         if match and match.group(1).isdigit():
             return int(match.group(1))
         return None
+
+    @property
+    def consumer_moved(self) -> bool:
+        """True when an allocation write lost Placement's in-server race to a writer of a consumer.
+
+        The consumer's generation matched when Placement checked it and had
+        moved by the time the write's transaction bumped it: another write
+        of the same consumer landed in between, which is contention on the
+        consumer and not on the providers ("Inventory and/or allocations
+        changed while attempting to allocate: Another thread concurrently
+        updated the data"; a provider race reads "...the resource provider
+        data"). Shown on the real Placement in
+        ``tests/functional/test_in_server_races.py``.
+        """
+        return bool(self.detail and _CONSUMER_MOVED.search(self.detail))
 
     @property
     def provider_conflict(self) -> bool:

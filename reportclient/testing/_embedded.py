@@ -213,6 +213,18 @@ class EmbeddedPlacement:
         return f"http://{self._host}:{self.port}"
 
     @property
+    def wsgi_app(self) -> Any:
+        """The WSGI application the server runs (with its request recording).
+
+        The server answers one request at a time, so a test that makes
+        another writer land *inside* a request (from a hook patched into
+        Placement) calls this directly, in the serving thread.
+        """
+        if self._server is None:
+            raise RuntimeError("EmbeddedPlacement is not running")
+        return self._server.get_app()
+
+    @property
     def token(self) -> str:
         """``X-Auth-Token`` value that ``noauth2`` maps to an admin user."""
         return _app.ADMIN_TOKEN

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 import tenacity
@@ -16,6 +17,8 @@ from tests.unit.conftest import (
     USER,
     allocations_body,
     consumer_conflict,
+    error_body,
+    new_uuid,
 )
 
 
@@ -43,28 +46,27 @@ def test_spent_retries_raise_generation_conflict_with_attempts_and_exact_sleeps(
     assert [r.method for r in wire.request_history].count("PUT") == 12
 
 
+def in_server_race(moved: str) -> dict[str, Any]:
+    """Placement's 409 for an allocation write that lost a race inside its transaction.
+
+    ``moved`` is what Placement says moved: "the resource provider data" (its
+    provider-generation bump lost more often than it retries) or "the data"
+    (the consumer's own bump lost: another writer of the consumer landed).
+    """
+    detail = (
+        "There was a conflict when trying to complete your request.\n\n Inventory and/or "
+        "allocations changed while attempting to allocate: Another thread concurrently "
+        f"updated {moved}. Please retry your update  "
+    )
+    return {"status_code": 409, "json": error_body(409, detail, "placement.concurrent_update")}
+
+
 def test_an_in_server_race_with_the_consumer_untouched_is_retried_at_once(
     wire, client, sleeps, consumer, rp
 ):
-    detail = "Another thread concurrently updated the data. Please retry your update"
     wire.put(
         f"{URL}/allocations/{consumer}",
-        [
-            {
-                "status_code": 409,
-                "json": {
-                    "errors": [
-                        {
-                            "status": 409,
-                            "title": "Conflict",
-                            "detail": detail,
-                            "code": "placement.concurrent_update",
-                        }
-                    ]
-                },
-            },
-            NO_CONTENT,
-        ],
+        [in_server_race("the resource provider data"), NO_CONTENT],
     )
     wire.get(f"{URL}/allocations/{consumer}", **MISSING)
 
@@ -75,6 +77,34 @@ def test_an_in_server_race_with_the_consumer_untouched_is_retried_at_once(
     # contends on it, so the claim goes again at once
     assert sleeps == [0.0]
     assert [r.method for r in wire.request_history] == ["PUT", "GET", "PUT"]
+
+
+def test_an_in_server_race_on_the_consumer_waits_without_a_look(wire, client, sleeps, rp):
+    """The consumer's own bump lost inside the write: writers contend on it.
+
+    No re-read at once (it would be stale after the wait: 16 writers on one
+    consumer, every such look came back touched); the policy waits within
+    the engine's first window and the next attempt reads after the wait.
+    """
+    consumer = new_uuid()
+    path = f"{URL}/allocations/{consumer}"
+    wire.get(
+        path,
+        [
+            {"status_code": 200, "json": allocations_body({rp: {"VCPU": 1}}, 3)},
+            {"status_code": 200, "json": allocations_body({rp: {"VCPU": 2}}, 4)},
+        ],
+    )
+    wire.put(path, [in_server_race("the data"), NO_CONTENT])
+
+    client.update_allocations(
+        consumer, reportclient.add_allocations({rp: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
+    )
+
+    assert [r.method for r in wire.request_history] == ["GET", "PUT", "GET", "PUT"]
+    assert sleeps == [0.5]  # full jitter pinned at 0.5 over the first window (1 s)
+    assert wire.request_history[-1].json()["consumer_generation"] == 4
+    assert wire.request_history[-1].json()["allocations"][rp]["resources"] == {"VCPU": 3}
 
 
 def test_user_policy_replaces_the_default(wire, sleeps, consumer, rp):
