@@ -11,7 +11,7 @@ import pytest
 
 import reportclient
 from reportclient._engine.contention import (
-    CROWD_WINDOW,
+    CROWD_STEP,
     HALF_LIFE,
     MIN_WINDOW,
     ContentionMemory,
@@ -41,10 +41,11 @@ def test_each_write_that_landed_during_the_cycle_widens_the_first_window():
     assert memory.window(S, 0.1, 1, landed=1) == MIN_WINDOW
 
 
-def test_a_second_collision_means_a_crowd_and_the_window_then_doubles():
+def test_a_second_collision_means_a_crowd_and_the_window_then_grows_as_nova_s():
     memory = ContentionMemory()
     windows = [memory.window(S, 0.1, n) for n in (2, 3, 4)]
-    assert windows == pytest.approx([CROWD_WINDOW, 2 * CROWD_WINDOW, 4 * CROWD_WINDOW])
+    assert windows == pytest.approx([4.0, 6.0, 8.0])
+    assert CROWD_STEP == 2.0
 
 
 def test_a_subject_remembers_the_widest_window_an_operation_needed():
