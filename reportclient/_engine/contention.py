@@ -17,24 +17,23 @@ small window, collide again (70-80% of second attempts did).
 So the window is shaped by what a conflict says about the crowd:
 
 * the first retry of an operation waits within ``MIN_WINDOW`` (1 s), or
-  ``CYCLES`` (8) read-compute-write cycles if that is longer; times the
+  ``CYCLES`` (5) read-compute-write cycles if that is longer; times the
   writes that landed during the cycle when the conflict says (a consumer's
   "expected N but got M": each is one more writer to make room for); or
   what this client's last collisions on the subject needed, if that is
   more. A cycle long beside an unloaded one (20-40 ms here) means Placement
   queues, and when writers of one subject are released together the queue
-  is theirs: at 64 writers the first conflict's cycle was 0.3-0.5 s, and
-  with two cycles (under 1 s) 72% of second attempts collided again; with
-  eight (about 2.6 s) 39% did and Placement CPU per update fell from 46 to
-  36 ms (MariaDB, 4 workers, 4 rounds; nova 38.8-40.0). In the README's
-  12-round runs 64 writers spend 0.98x nova's CPU per update on MariaDB and
-  PostgreSQL, at 0.93x and 0.99x its updates/s. Where the queue is other
-  work (14 threads claiming beside a pair of writers) the wider window cost
-  the pair nothing measurable: 4.1 updates/s against 4.2, nova 4.1-4.3.
-  Sixteen cycles spent less still (0.97x nova's CPU per update at 16
-  writers, 0.87x at 64, MariaDB, 12-round run) but made 64 writers slower
-  (0.85x nova's updates/s, p99 1.15x) and the mixed cell's pair's p99 9.5 s
-  against nova's 5.3-6.9 s, so eight it is;
+  is theirs: at 64 writers the first conflict's cycle was 0.3-0.6 s. With
+  two cycles (under 1 s) 72% of second attempts collided again; with eight
+  (about 2.6 s) 39% did and Placement CPU per update fell from 46 to 36 ms
+  (MariaDB, 4 workers, 4 rounds; nova 38.8-40.0). But eight cost 64
+  writers their updates/s and p99 in every run after that (0.85-0.94x and
+  1.10-1.16x nova's, at 0.83-0.86x its CPU per update), and sixteen more
+  so (0.85x, 1.15x). In one 12-round MariaDB run, nova twice beside, five
+  cycles made 1.04x nova's updates/s at 0.98x its p99 and 0.87x its CPU
+  per update; six made 0.95x, 1.05x and 0.89x; eight 0.89x, 1.16x and
+  0.83x. So five: at 2, 4 and 16 writers the cycle is short and the 1 s
+  floor decides, as it did with eight;
 * a second collision in one operation means a crowd: from there the
   window is ``CROWD_STEP`` (2 s) per collision so far (4 s, 6 s, then the
   policy's cap, 8 s), as wide as nova's scheduler client at that point
@@ -74,7 +73,7 @@ HALF_LIFE = 30.0
 #: contended conflict so far (nova's scheduler client: up to 2 s x attempt).
 CROWD_STEP = 2.0
 #: The first window spans at least this many read-compute-write cycles (see above).
-CYCLES = 8.0
+CYCLES = 5.0
 
 
 class ContentionMemory:

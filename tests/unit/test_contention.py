@@ -29,10 +29,10 @@ from tests.unit.conftest import (
 S = "consumer 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
 
-def test_the_first_retry_waits_within_the_floor_or_eight_cycles_if_longer():
+def test_the_first_retry_waits_within_the_floor_or_five_cycles_if_longer():
     memory = ContentionMemory()
     assert memory.window(S, cycle=0.1, conflicts=1) == MIN_WINDOW
-    assert memory.window(S, cycle=0.3, conflicts=1) == pytest.approx(2.4)
+    assert memory.window(S, cycle=0.3, conflicts=1) == pytest.approx(1.5)
 
 
 def test_each_write_that_landed_during_the_cycle_widens_the_first_window():
