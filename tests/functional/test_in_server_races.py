@@ -2,16 +2,18 @@
 
 Placement checks the consumer generation a write carries before the write's
 transaction, then bumps every provider's and the consumer's generation
-inside it (``placement/objects/allocation.py``, ``_set_allocations``). Each
-test here makes another writer land between the two, from a hook in
-Placement's handler (the embedded server answers one request at a time, so
-the other writer's request is sent to the application directly, inside the
-first one), and checks what Placement answered and what the client did:
+inside it (``placement/objects/allocation.py``, ``_set_allocations``). What
+moved in between decides Placement's words, and the client's next step:
 
 * another write of the **same consumer**: the consumer's bump loses, and
   Placement answers "...Another thread concurrently updated the data". That
   is contention on the consumer: the client waits under the policy and
-  reads after the wait, with no re-read at once (it would be stale by then);
+  reads after the wait, with no re-read at once (it would be stale by then).
+  The first test makes that writer land between the two, from a hook in
+  Placement's handler (the embedded server answers one request at a time,
+  so the other writer's request goes to the application directly, inside
+  the first one), and checks what Placement answered and what the client
+  did;
 * claims on the same providers, when the provider's bump lost more often
   than Placement retries it (``allocation_conflict_retry_count``, default
   10): Placement answers "...updated the resource provider data". The
