@@ -45,6 +45,7 @@ from reportclient.testing._cluster_db import (
     ConsumerLock,
     _drop_database,
     _engine,
+    _rows,
     _run,
     orphaned_allocations_sql,
     orphans_by_provider,
@@ -369,16 +370,7 @@ class PlacementCluster:
         fails, whoever wrote to that consumer meanwhile (``doc/source/galera.rst``,
         "Placement-side findings"), leaving its allocation rows behind.
         """
-        import sqlalchemy
-
-        engine = _engine(self.database_url, autocommit=True)
-        try:
-            with engine.connect() as conn:
-                return orphans_by_provider(
-                    conn.execute(sqlalchemy.text(orphaned_allocations_sql()))
-                )
-        finally:
-            engine.dispose()
+        return orphans_by_provider(_rows(self.database_url, orphaned_allocations_sql()))
 
     def wait_for_consumer_generation(
         self, consumer_uuid: str, generation: int, timeout: float = 10.0

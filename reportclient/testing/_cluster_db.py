@@ -102,17 +102,22 @@ def _engine(url: str, *, autocommit: bool = False) -> Engine:
     )
 
 
-def _run(url: str, sql: str, **params: Any) -> list[Any]:
-    """Run one statement in autocommit mode and return the first column of every row."""
+def _rows(url: str, sql: str, **params: Any) -> list[Sequence[Any]]:
+    """Run one statement in autocommit mode and return every row it returns."""
     import sqlalchemy
 
     engine = _engine(url, autocommit=True)
     try:
         with engine.connect() as conn:
             result = conn.execute(sqlalchemy.text(sql), params)
-            return list(result.scalars()) if result.returns_rows else []
+            return [tuple(row) for row in result] if result.returns_rows else []
     finally:
         engine.dispose()
+
+
+def _run(url: str, sql: str, **params: Any) -> list[Any]:
+    """Run one statement in autocommit mode and return the first column of every row."""
+    return [row[0] for row in _rows(url, sql, **params)]
 
 
 def _drop_database(database: str, url: str, name: str) -> None:
