@@ -25,29 +25,22 @@ moved in between decides Placement's words, and the client's next step:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import webob
 
 from reportclient import GenerationConflict, PlacementClient, add_allocations, default_retry
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import held, new_id, raw_body, wire
+from tests.functional._helpers import held, new_id, raw_body, wire, wsgi_send
 
 pytestmark = pytest.mark.functional
 
 
-def send(placement: EmbeddedPlacement, method: str, path: str, body: Any) -> webob.Response:
+def send(placement: EmbeddedPlacement, method: str, path: str, body: Any) -> Any:
     """One request to Placement's application, in this thread."""
-    request = webob.Request.blank(path, method=method)
-    request.headers["X-Auth-Token"] = placement.token
-    request.headers["OpenStack-API-Version"] = "placement 1.39"
-    request.content_type = "application/json"
-    request.body = json.dumps(body).encode()
-    return request.get_response(placement.wsgi_app)
+    return wsgi_send(placement.wsgi_app, placement.token, method, path, body)
 
 
 @pytest.fixture

@@ -26,7 +26,6 @@ allocations left without a consumer row: counted in usages, missing from every l
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +34,7 @@ from typing import Any
 import pytest
 
 from reportclient.testing import GaleraPlacement, PlacementAdmin
+from tests.functional._helpers import wsgi_send
 from tests.races.runner import new_id
 from tests.races.workers import raw_body
 
@@ -50,7 +50,6 @@ def node1_app(galera: GaleraPlacement) -> Iterator[Callable[..., Any]]:
 
     Module-scoped: Placement's database configuration is global to the process.
     """
-    import webob
     from placement import db_api
 
     from reportclient.testing import _app
@@ -59,13 +58,8 @@ def node1_app(galera: GaleraPlacement) -> Iterator[Callable[..., Any]]:
     db_api.configure(conf)
     app = _app.load_app(conf)
 
-    def send(method: str, path: str, body: dict[str, Any]) -> webob.Response:
-        request = webob.Request.blank(path, method=method)
-        request.headers["X-Auth-Token"] = galera.token
-        request.headers["OpenStack-API-Version"] = "placement 1.39"
-        request.content_type = "application/json"
-        request.body = json.dumps(body).encode()
-        return request.get_response(app)
+    def send(method: str, path: str, body: dict[str, Any]) -> Any:
+        return wsgi_send(app, galera.token, method, path, body)
 
     yield send
     db_api.placement_context_manager.dispose_pool()
