@@ -31,7 +31,14 @@ from typing import Any
 
 import tenacity
 from bench_common import INVENTORY, latency_ms, mark, package_version
-from bench_contention import contention_cell, rotations, summarise
+from bench_contention import (
+    FIGURES,
+    contention_cell,
+    interval,
+    rotations,
+    summarise,
+    vs_baseline,
+)
 from bench_drivers import BareDriver, Driver, NovaDriver, ReportclientDriver
 from bench_mixed import mixed, mixed_table, mixed_targets
 from bench_report import table
@@ -213,6 +220,10 @@ def contention(
                 cpu_ms_per_success=1000 * cpu / ok if ok else float("inf"),
             )
             rows.append(row)
+        found = vs_baseline(cells, (NOVA, NOVA_CONTROL), FIGURES)
+        for row in rows[-len(cells) :]:
+            if row["variant"] in found:
+                row["vs_nova"] = found[row["variant"]]
     return rows
 
 
@@ -274,7 +285,9 @@ def run(
         mixed_rows: list[dict[str, Any]] = []
         if sizes.get("mixed"):
             progress(f"production shape: mixed cell on {database} x{workers}")
-            mixed_rows = mixed(writers, claimers[BARE], admin, meter, sizes["mixed"])
+            mixed_rows = mixed(
+                writers, claimers[BARE], admin, meter, sizes["mixed"], against=(NOVA, NOVA_CONTROL)
+            )
         admin.close()
     results = {"fresh_claims": claims, "contention": rows, "mixed": mixed_rows}
     results["targets"] = cluster_targets(results)
@@ -329,19 +342,24 @@ def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         control = rows.get((writers, NOVA_CONTROL))
         novas = [row for row in (nova, control) if row is not None]
-        # nova ran twice: both runs together are the better estimate of its cost.
         nova_ok = sum(row["ok"] for row in novas)
-        nova_cpu = sum(row["cpu_ms_per_success"] * row["ok"] for row in novas) / nova_ok
         nova_requests = sum(row["requests_per_op"] * row["ops"] for row in novas) / nova_ok
-        ratio = rc["cpu_ms_per_success"] / nova_cpu
-        out.append(
-            {
-                "target": f"Placement CPU per successful update vs nova (both runs), {writers} w",
-                "goal": "<= 1.00",
-                "measured": ratio,
-                "pass": ratio <= 1.0,
-            }
-        )
+        # A figure passes when it is at nova's or better, or when the 90% interval of the
+        # ratio over rounds reaches nova's: not shown worse than nova at this run's noise.
+        for key, label, higher in (
+            ("updates_per_s", "updates/s", True),
+            ("p99_ms", "p99", False),
+            ("cpu_ms_per_success", "Placement CPU per successful update", False),
+        ):
+            found = rc["vs_nova"][key]
+            out.append(
+                {
+                    "target": f"{label} vs nova (both runs), {writers} w",
+                    "goal": f"{'>=' if higher else '<='} 1.00, or its interval reaches it",
+                    "measured": interval(found),
+                    "pass": found[2] >= 1.0 if higher else found[1] <= 1.0,
+                }
+            )
         out.append(
             {
                 "target": f"requests per successful update vs nova (both runs), {writers} w",
@@ -357,9 +375,12 @@ def cluster_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         if control is not None:
             out.append(
                 {
-                    "target": f"(noise floor) nova again vs nova, {writers} writers",
+                    "target": f"(noise floor) nova again vs nova: ups / p99 / CPU, {writers} w",
                     "goal": "1.00",
-                    "measured": control["cpu_ms_per_success"] / nova["cpu_ms_per_success"],
+                    "measured": " / ".join(
+                        interval(control["vs_nova"][key])
+                        for key in ("updates_per_s", "p99_ms", "cpu_ms_per_success")
+                    ),
                     "pass": None,
                 }
             )
@@ -434,6 +455,9 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
                 "PUT/op",
                 "CPU ms/success",
                 "lost",
+                "vs nova: updates/s",
+                "p99",
+                "CPU",
             ],
             [
                 [
@@ -448,6 +472,10 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
                     r["puts_per_op"],
                     r["cpu_ms_per_success"],
                     r["lost_updates"],
+                    *(
+                        interval(r["vs_nova"][key]) if "vs_nova" in r else "-"
+                        for key in ("updates_per_s", "p99_ms", "cpu_ms_per_success")
+                    ),
                 ]
                 for r in results["contention"]
             ],

@@ -16,11 +16,12 @@ and mixed cells (``bench_cluster``, ``bench_mixed``): one way to run and count w
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,4 +282,84 @@ def summarise(done: list[dict[str, Any]]) -> dict[str, Any]:
         "puts_per_op": sum(c["client_puts"] for c in done) / ops if ops else 0.0,
         "lost_updates": sum(c["lost_updates"] for c in done),
         "hit_time_budget": any(c["hit_time_budget"] for c in done),
+    }
+
+
+#: A figure of a variant over a list of rounds' cells (pooled, as :func:`summarise` pools).
+Figure = Callable[[list[dict[str, Any]]], float]
+
+FIGURES: dict[str, Figure] = {
+    "updates_per_s": lambda cells: sum(c["ok"] for c in cells) / sum(c["wall_s"] for c in cells),
+    "p99_ms": lambda cells: percentile([x for c in cells for x in c["latencies_s"]], 99) * 1000,
+    "cpu_ms_per_success": lambda cells: (
+        1000 * sum(c["placement_cpu_s"] for c in cells) / sum(c["ok"] for c in cells)
+    ),
+}
+
+
+def paired_ratio(
+    cells: list[dict[str, Any]],
+    baseline: list[list[dict[str, Any]]],
+    figure: Figure,
+    *,
+    draws: int = 2000,
+    level: float = 0.90,
+) -> tuple[float, float, float]:
+    """``figure`` of ``cells`` over ``figure`` of ``baseline``, with a bootstrap interval.
+
+    ``cells[i]`` and ``baseline[i]`` (one or more cells) ran in the same round, so drift
+    between rounds moves both; the interval resamples whole rounds with replacement and
+    returns (ratio, low, high) at ``level``. A single A/A ratio (nova against itself) says
+    how far two runs of one client land apart once; the interval says how far this ratio
+    could move if the same rounds were run again, which is what "within the noise" needs.
+    Hand-written because the benchmark's environment has no scipy (``stats.bootstrap``),
+    and seeded so that a report renders the same from the same results.
+    """
+    if not cells or len(cells) != len(baseline):
+        raise ValueError("paired_ratio needs one baseline entry per round")
+
+    def ratio(rounds: list[int]) -> float:
+        mine = figure([cells[i] for i in rounds])
+        theirs = figure([c for i in rounds for c in baseline[i]])
+        return mine / theirs if theirs else float("inf")
+
+    every = list(range(len(cells)))
+    rng = random.Random(0)
+    drawn = sorted(ratio([rng.choice(every) for _ in every]) for _ in range(draws))
+    tail = (1.0 - level) / 2.0
+    return (
+        ratio(every),
+        drawn[int(tail * (draws - 1))],
+        drawn[int((1.0 - tail) * (draws - 1))],
+    )
+
+
+def interval(found: Sequence[float]) -> str:
+    """``ratio [low-high]``: a :func:`paired_ratio` as printed."""
+    ratio, low, high = found
+    return f"{ratio:.2f} [{low:.2f}-{high:.2f}]"
+
+
+def vs_baseline(
+    cells: dict[str, list[Any]], baseline: Sequence[str], figures: dict[str, Figure]
+) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """Per variant, each of ``figures`` as :func:`paired_ratio` against the baseline's runs.
+
+    ``cells[name][i]`` is variant ``name``'s cell of round ``i``. ``baseline`` names one
+    variant run once or more (nova, nova again): every other variant is set against all its
+    runs pooled, and each repeat against the first run, which is the A/A noise floor with an
+    interval of its own. Empty when the baseline did not run.
+    """
+    runs = [cells[name] for name in baseline if name in cells]
+    if not runs:
+        return {}
+    pooled = [list(same_round) for same_round in zip(*runs, strict=True)]
+    first = [[cell] for cell in runs[0]]
+    return {
+        name: {
+            key: paired_ratio(done, first if name in baseline else pooled, figure)
+            for key, figure in figures.items()
+        }
+        for name, done in cells.items()
+        if name != baseline[0]
     }
