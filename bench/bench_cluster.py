@@ -34,6 +34,7 @@ from bench_common import INVENTORY, latency_ms, mark, package_version
 from bench_contention import (
     FIGURES,
     contention_cell,
+    cpu_ms_per_ok,
     interval,
     rotations,
     summarise,
@@ -212,12 +213,11 @@ def contention(
             )
         for name, done in cells.items():
             row = summarise(done)
-            ok, cpu = row["ok"], sum(c["placement_cpu_s"] for c in done)
             row.update(
                 writers=writers,
                 variant=name,
                 updates_per_s=row.pop("ok_per_s"),
-                cpu_ms_per_success=1000 * cpu / ok if ok else float("inf"),
+                cpu_ms_per_success=cpu_ms_per_ok(done),
             )
             rows.append(row)
         found = vs_baseline(cells, (NOVA, NOVA_CONTROL), FIGURES)

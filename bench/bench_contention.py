@@ -267,7 +267,6 @@ def summarise(done: list[dict[str, Any]]) -> dict[str, Any]:
     """
     ops = sum(c["ops"] for c in done)
     ok = sum(c["ok"] for c in done)
-    wall = sum(c["wall_s"] for c in done)
     errors: Counter[str] = Counter()
     for c in done:
         errors.update(c["errors"])
@@ -277,7 +276,7 @@ def summarise(done: list[dict[str, Any]]) -> dict[str, Any]:
         "ok": ok,
         "errors": dict(errors),
         "success_rate": ok / ops if ops else 0.0,
-        "ok_per_s": ok / wall if wall else 0.0,
+        "ok_per_s": ok_per_s(done),
         "requests_per_op": sum(c["requests_per_op"] * c["ops"] for c in done) / ops if ops else 0.0,
         "puts_per_op": sum(c["client_puts"] for c in done) / ops if ops else 0.0,
         "lost_updates": sum(c["lost_updates"] for c in done),
@@ -285,15 +284,25 @@ def summarise(done: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def ok_per_s(cells: list[dict[str, Any]]) -> float:
+    """Successful operations of ``cells`` over their summed wall time."""
+    wall = sum(c["wall_s"] for c in cells)
+    return sum(c["ok"] for c in cells) / wall if wall else 0.0
+
+
+def cpu_ms_per_ok(cells: list[dict[str, Any]]) -> float:
+    """Placement CPU milliseconds of ``cells`` (each with ``placement_cpu_s``) per success."""
+    ok = sum(c["ok"] for c in cells)
+    return 1000 * sum(c["placement_cpu_s"] for c in cells) / ok if ok else float("inf")
+
+
 #: A figure of a variant over a list of rounds' cells (pooled, as :func:`summarise` pools).
 Figure = Callable[[list[dict[str, Any]]], float]
 
 FIGURES: dict[str, Figure] = {
-    "updates_per_s": lambda cells: sum(c["ok"] for c in cells) / sum(c["wall_s"] for c in cells),
+    "updates_per_s": ok_per_s,
     "p99_ms": lambda cells: percentile([x for c in cells for x in c["latencies_s"]], 99) * 1000,
-    "cpu_ms_per_success": lambda cells: (
-        1000 * sum(c["placement_cpu_s"] for c in cells) / sum(c["ok"] for c in cells)
-    ),
+    "cpu_ms_per_success": cpu_ms_per_ok,
 }
 
 

@@ -35,10 +35,11 @@ from typing import Any
 
 from bench_common import INVENTORY
 from bench_contention import (
-    FIGURES,
+    Figure,
     Worker,
     group_result,
     interval,
+    ok_per_s,
     rotations,
     run_groups,
     shared_consumer,
@@ -106,21 +107,19 @@ def mixed(
         cells[name].append(mixed_cell(factories[name], claimer, sizes, admin, meter))
     rows: list[dict[str, Any]] = []
     for name, done in cells.items():
-        cpu = sum(c["placement_cpu_s"] for c in done)
-        ok = sum(c[group]["ok"] for c in done for group in (PAIR, CLAIMERS))
         for group in (PAIR, CLAIMERS):
             row = summarise([c[group] for c in done])
-            row.update(
-                variant=name,
-                group=group,
-                cell_cpu_ms_per_ok=1000 * cpu / ok if ok else float("inf"),
-            )
+            row.update(variant=name, group=group, cell_cpu_ms_per_ok=_cell_cpu(done))
             rows.append(row)
+    figures: dict[str, Figure] = {
+        "ok_per_s": ok_per_s,
+        "cell_cpu_ms_per_ok": lambda rounds: _cell_cpu([c["cell"] for c in rounds]),
+    }
     for group in (PAIR, CLAIMERS):
         found = vs_baseline(
             {name: [c[group] | {"cell": c} for c in done] for name, done in cells.items()},
             against,
-            {"ok_per_s": FIGURES["updates_per_s"], "cell_cpu_ms_per_ok": _cell_cpu},
+            figures,
         )
         for row in rows:
             if row["group"] == group and row["variant"] in found:
@@ -129,10 +128,9 @@ def mixed(
 
 
 def _cell_cpu(cells: list[dict[str, Any]]) -> float:
-    """Placement CPU ms per ok op of whole mixed cells (both groups), given either group's."""
-    whole = [c["cell"] for c in cells]
-    ok = sum(c[group]["ok"] for c in whole for group in (PAIR, CLAIMERS))
-    return 1000 * sum(c["placement_cpu_s"] for c in whole) / ok if ok else float("inf")
+    """Placement CPU ms per ok op of whole mixed cells, both groups' ops counted."""
+    ok = sum(c[group]["ok"] for c in cells for group in (PAIR, CLAIMERS))
+    return 1000 * sum(c["placement_cpu_s"] for c in cells) / ok if ok else float("inf")
 
 
 def mixed_targets(
