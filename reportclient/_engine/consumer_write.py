@@ -288,7 +288,7 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         return state, state.generation != sent.write.consumer_generation
 
     def landed_since(self, sent: Sent, exc: GenerationConflict) -> int | None:
-        """Placement's "expected N but got M": N - M writes landed since the read."""
+        """Placement's "expected N but got M": M - N writes landed since the read."""
         carried, now = sent.write.consumer_generation, exc.server_generation
         if carried is None or now is None or now <= carried:
             return None

@@ -18,22 +18,42 @@ So the window is shaped by what a conflict says about the crowd:
 
 * the first retry of an operation waits within ``MIN_WINDOW`` (1 s), or
   ``CYCLES`` (5) read-compute-write cycles if that is longer; times the
-  writes that landed during the cycle when the conflict says (a consumer's
-  "expected N but got M": each is one more writer to make room for); or
-  what this client's last collisions on the subject needed, if that is
-  more. A cycle long beside an unloaded one (20-40 ms here) means Placement
-  queues, and when writers of one subject are released together the queue
-  is theirs: at 64 writers the first conflict's cycle was 0.3-0.6 s. With
-  two cycles (under 1 s) 72% of second attempts collided again; with eight
-  (about 2.6 s) 39% did and Placement CPU per update fell from 46 to 36 ms
-  (MariaDB, 4 workers, 4 rounds; nova 38.8-40.0). But eight cost 64
-  writers their updates/s and p99 in every run after that (0.85-0.94x and
-  1.10-1.16x nova's, at 0.83-0.86x its CPU per update), and sixteen more
-  so (0.85x, 1.15x). In one 12-round MariaDB run, nova twice beside, five
-  cycles made 1.04x nova's updates/s at 0.98x its p99 and 0.87x its CPU
-  per update; six made 0.95x, 1.05x and 0.89x; eight 0.89x, 1.16x and
-  0.83x. So five: at 2, 4 and 16 writers the cycle is short and the 1 s
-  floor decides, as it did with eight;
+  writers the conflict shows (next point); or what this client's last
+  collisions on the subject needed, if that is more. A cycle long beside
+  an unloaded one (20-40 ms here) means Placement queues, and when writers
+  of one subject are released together the queue is theirs: at 64 writers
+  the first conflict's cycle was 0.3-0.6 s. With two cycles (under 1 s)
+  72% of second attempts collided again; with eight (about 2.6 s) 39% did
+  and Placement CPU per update fell from 46 to 36 ms (MariaDB, 4 workers,
+  4 rounds; nova 38.8-40.0). But eight cost 64 writers their updates/s and
+  p99 in every run after that (0.85-0.94x and 1.10-1.16x nova's, at
+  0.83-0.86x its CPU per update), and sixteen more so (0.85x, 1.15x). In
+  one 12-round MariaDB run, nova twice beside, five cycles made 1.04x
+  nova's updates/s at 0.98x its p99 and 0.87x its CPU per update; six made
+  0.95x, 1.05x and 0.89x; eight 0.89x, 1.16x and 0.83x. So five: at 2, 4
+  and 16 writers the cycle is short and the floor decides;
+* a conflict that says writes landed during the cycle (a consumer's
+  "expected N but got M") shows M - N writers that took their turn while
+  this one computed. The floor makes room for them and this one, 1 s each
+  (M - N + 1); the cycles count M - N, since a long cycle already queued
+  behind the writes that landed. A conflict that does not say (Placement's
+  in-server race, where two writes from one generation met inside the
+  server, or a provider's) keeps the floor. At 2 writers nearly every
+  conflict is the in-server race (11-12 of the 12-16 conflicts in 240
+  updates); at 16 writers about a fifth are. Making room only for the
+  writes that landed (one landed: 1 s) made 16 writers collide a second
+  time more often than nova's client, whose first window is 2 s. MariaDB,
+  16 writers, 12 rounds, nova twice beside, updates/s, p99 and CPU per
+  update against nova: 0.75x, 1.30x and 1.08x, with 1.50 PUTs per update
+  against nova's 1.42-1.43; counting this writer too, 0.89x, 1.03x and
+  0.99x with 1.42 (nova against itself 0.89x, 0.99x and 1.02x). At 2
+  writers (24 rounds): 1.09x, 0.61x and 1.05x before, 1.30x, 0.62x and
+  1.03x after (nova again 1.26x, 0.87x, 0.97x). A 2 s floor on every
+  conflict instead cost 2 writers their lead on p99 (1.02x nova's, 12
+  rounds). Counting this writer in the cycles as well widened 64 writers'
+  windows past what five cycles were tuned for: their p50 rose to
+  1.35-1.54x nova's and PostgreSQL's updates/s fell to 0.85x (full runs,
+  2026-12-02);
 * a second collision in one operation means a crowd: from there the
   window is ``CROWD_STEP`` (2 s) per collision so far (4 s, 6 s, then the
   policy's cap, 8 s), as wide as nova's scheduler client at that point
@@ -97,10 +117,15 @@ class ContentionMemory:
         :param cycle: seconds from the read the failed write was computed
             from to the conflict's answer.
         :param landed: writes that landed on the subject during that cycle,
-            when the conflict says (a consumer's "expected N"); each is one
-            more writer to make room for.
+            when the conflict says (a consumer's "expected N"): the floor
+            makes room for those writers and this one (``landed + 1``
+            seconds), the cycles for ``landed``. ``None`` (or 0) keeps the
+            floor.
         """
-        first = max(MIN_WINDOW, CYCLES * cycle) * max(1, landed or 1)
+        writers = landed or 0
+        # The floor makes room for every writer the conflict shows, this one
+        # included; the cycles already queued behind the ones that landed.
+        first = max(MIN_WINDOW * (writers + 1), CYCLES * cycle * max(1, writers))
         start = max(first, self._remembered(subject))
         if conflicts <= 1:
             return float(start)

@@ -225,7 +225,9 @@ def test_another_writer_between_read_and_write_is_seen_by_mutate_by_default(
         ("GET", 200),
         ("PUT", 204),
     ]
-    assert sleeps == [1.0]  # a write from a fresh read lost: contention, back off
+    # A write from a fresh read lost to one that landed: two writers contend,
+    # the engine's first window is 2 s, rand pinned at 1.0.
+    assert sleeps == [2.0]
     assert fake.allocations(consumer) == {rp: {"VCPU": 2}, other_rp: {"VCPU": 2}}
     assert state.generation == fake.consumer_generation(consumer) == 3
 

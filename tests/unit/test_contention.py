@@ -35,10 +35,22 @@ def test_the_first_retry_waits_within_the_floor_or_five_cycles_if_longer():
     assert memory.window(S, cycle=0.3, conflicts=1) == pytest.approx(1.5)
 
 
-def test_each_write_that_landed_during_the_cycle_widens_the_first_window():
+def test_the_first_window_makes_room_for_the_writers_that_landed_and_this_one():
     memory = ContentionMemory()
-    assert memory.window(S, 0.1, 1, landed=3) == pytest.approx(3 * MIN_WINDOW)
-    assert memory.window(S, 0.1, 1, landed=1) == MIN_WINDOW
+    assert memory.window(S, 0.1, 1, landed=3) == pytest.approx(4 * MIN_WINDOW)
+    # One write landed while this one computed: two writers take turns.
+    assert memory.window(S, 0.1, 1, landed=1) == pytest.approx(2 * MIN_WINDOW)
+    # A long cycle already queued behind the writes that landed: five cycles
+    # per write that landed, when that is more than the floor.
+    assert memory.window(S, 0.3, 1, landed=1) == pytest.approx(2.0)
+    assert memory.window(S, 0.6, 1, landed=2) == pytest.approx(6.0)
+
+
+def test_a_conflict_that_does_not_say_what_landed_keeps_the_floor():
+    """Placement's in-server race (no "expected N"), or a provider's conflict."""
+    memory = ContentionMemory()
+    assert memory.window(S, 0.1, 1, landed=None) == MIN_WINDOW
+    assert memory.window(S, 0.1, 1, landed=0) == MIN_WINDOW
 
 
 def test_a_second_collision_means_a_crowd_and_the_window_then_grows_as_nova_s():
@@ -97,7 +109,7 @@ def test_a_stale_cache_is_re_read_at_once_and_carries_no_window(wire, cached_cli
 
 
 def test_contention_seen_by_a_conflict_scales_the_wait(wire, client, sleeps, consumer, rp):
-    """Three writes landed between the read and the write: room for three more writers."""
+    """Three writes landed between the read and the write: room for them and this one."""
     wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
     wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("4", "1"), NO_CONTENT])
 
@@ -108,7 +120,7 @@ def test_contention_seen_by_a_conflict_scales_the_wait(wire, client, sleeps, con
         user_id=USER,
     )
 
-    assert sleeps == [pytest.approx(0.5 * 3 * MIN_WINDOW)]  # rand pinned at 0.5
+    assert sleeps == [pytest.approx(0.5 * 4 * MIN_WINDOW)]  # rand pinned at 0.5
 
 
 def test_a_policy_of_the_callers_own_decides_when_whatever_the_hint(wire, consumer, rp):
