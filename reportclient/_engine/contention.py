@@ -17,21 +17,21 @@ small window, collide again (70-80% of second attempts did).
 So the window is shaped by what a conflict says about the crowd:
 
 * the first retry of an operation waits within ``MIN_WINDOW`` (1 s), or
-  ``CYCLES`` (5) read-compute-write cycles if that is longer; times the
-  writers the conflict shows (next point); or what this client's last
-  collisions on the subject needed, if that is more. A cycle long beside
-  an unloaded one (20-40 ms here) means Placement queues, and when writers
-  of one subject are released together the queue is theirs: at 64 writers
-  the first conflict's cycle was 0.3-0.6 s. With two cycles (under 1 s)
-  72% of second attempts collided again; with eight (about 2.6 s) 39% did
-  and Placement CPU per update fell from 46 to 36 ms (MariaDB, 4 workers,
-  4 rounds; nova 38.8-40.0). But eight cost 64 writers their updates/s and
-  p99 in every run after that (0.85-0.94x and 1.10-1.16x nova's, at
-  0.83-0.86x its CPU per update), and sixteen more so (0.85x, 1.15x). In
-  one 12-round MariaDB run, nova twice beside, five cycles made 1.04x
-  nova's updates/s at 0.98x its p99 and 0.87x its CPU per update; six made
-  0.95x, 1.05x and 0.89x; eight 0.89x, 1.16x and 0.83x. So five: at 2, 4
-  and 16 writers the cycle is short and the floor decides;
+  ``CYCLES`` (5) read-compute-write cycles if that is longer, each widened
+  for the writers the conflict shows (next point); or what this client's
+  last collisions on the subject needed, if that is more. A cycle long
+  beside an unloaded one (20-40 ms here) means Placement queues, and when
+  writers of one subject are released together the queue is theirs: at 64
+  writers the first conflict's cycle was 0.3-0.6 s. With two cycles (under
+  1 s) 72% of second attempts collided again; with eight (about 2.6 s) 39%
+  did and Placement CPU per update fell from 46 to 36 ms (MariaDB, 4
+  workers, 4 rounds; nova 38.8-40.0). But eight cost 64 writers their
+  updates/s and p99 in every run after that (0.85-0.94x and 1.10-1.16x
+  nova's, at 0.83-0.86x its CPU per update), and sixteen more so (0.85x,
+  1.15x). In one 12-round MariaDB run, nova twice beside, five cycles made
+  1.04x nova's updates/s at 0.98x its p99 and 0.87x its CPU per update;
+  six made 0.95x, 1.05x and 0.89x; eight 0.89x, 1.16x and 0.83x. So five:
+  at 2, 4 and 16 writers the cycle is short and the floor decides;
 * a conflict that says writes landed during the cycle (a consumer's
   "expected N but got M") shows M - N writers that took their turn while
   this one computed. The floor makes room for them and this one, 1 s each
@@ -66,10 +66,13 @@ So the window is shaped by what a conflict says about the crowd:
 * the widest window an operation needed is remembered for its subject and
   fades by half every ``HALF_LIFE`` seconds without a collision.
 
-With that shape the 2-writer case keeps its sub-second p99 and the
-16-writer case spends about nova's Placement CPU per update (README.rst,
-"Retry policy", has the table). Hand-written because tenacity's waits see
-one operation's attempts, not the conflict's detail or the subject's past.
+With that shape 2, 4 and 16 writers are at nova's updates/s, p99 and
+Placement CPU per update or within the noise on MariaDB and PostgreSQL;
+64 writers spend 0.88-0.92x nova's CPU per update but make 0.91-0.93x its
+updates/s at 1.10-1.12x its p99 (full runs, 2026-12-02; README.rst,
+"Retry policy", has the tables). Hand-written because tenacity's waits
+see one operation's attempts, not the conflict's detail or the subject's
+past.
 """
 
 from __future__ import annotations
