@@ -125,10 +125,10 @@ class ContentionMemory:
             seconds), the cycles for ``landed``. ``None`` (or 0) keeps the
             floor.
         """
-        writers = landed or 0
+        landed = landed or 0
         # The floor makes room for every writer the conflict shows, this one
         # included; the cycles already queued behind the ones that landed.
-        first = max(MIN_WINDOW * (writers + 1), CYCLES * cycle * max(1, writers))
+        first = max(MIN_WINDOW * (landed + 1), CYCLES * cycle * max(1, landed))
         start = max(first, self._remembered(subject))
         if conflicts <= 1:
             return float(start)
