@@ -34,7 +34,11 @@ from reportclient.testing import PlacementAdmin
 @dataclass
 class Worker:
     driver: Driver
+    #: Every operation's time to its outcome, success or the client giving up: the caller
+    #: of an operation its client gave up on waited that long too.
     latencies: list[float] = field(default_factory=list)
+    #: The successful operations' times alone.
+    ok_latencies: list[float] = field(default_factory=list)
     retries: list[int] = field(default_factory=list)
     requests: list[int] = field(default_factory=list)
     ok: int = 0
@@ -67,9 +71,11 @@ def _work(
                 op(worker.driver)
             except Exception as exc:  # a failure after the client gave up is a result
                 worker.errors[type(exc).__name__] += 1
+                worker.latencies.append(time.perf_counter() - began)
             else:
                 worker.ok += 1
                 worker.latencies.append(time.perf_counter() - began)
+                worker.ok_latencies.append(worker.latencies[-1])
             worker.retries.append(max(0, counts["PUT"] - puts - 1))
             worker.requests.append(sum(counts.values()) - total)
     except BaseException as exc:  # surfaced by the caller
@@ -194,6 +200,7 @@ def group_result(
     client reported failure).
     """
     latencies = [x for w in workers for x in w.latencies]
+    ok_latencies = [x for w in workers for x in w.ok_latencies]
     retries = [x for w in workers for x in w.retries]
     requests = [x for w in workers for x in w.requests]
     ok = sum(w.ok for w in workers)
@@ -214,6 +221,7 @@ def group_result(
         "ops_per_s": ok / wall if wall else 0.0,
         **latency_ms(latencies),
         "latencies_s": latencies,
+        "ok_latencies_s": ok_latencies,
         "retries_median": percentile(retries, 50),
         "retries_p99": percentile(retries, 99),
         "retries_max": max(retries, default=0),
@@ -263,7 +271,9 @@ def summarise(done: list[dict[str, Any]]) -> dict[str, Any]:
     """One variant's figures over its rounds (``done``: :func:`group_result` dicts).
 
     Rates are successful operations over the summed wall time; latencies are pooled, so the
-    p99 is the p99 of every operation rather than a median of per-round p99s.
+    p99 is the p99 of every operation rather than a median of per-round p99s. ``p99_ms``
+    counts every operation to its outcome (a client that gave up on one waited that long
+    too); ``p99_ok_ms`` the successful ones alone.
     """
     ops = sum(c["ops"] for c in done)
     ok = sum(c["ok"] for c in done)
@@ -272,6 +282,7 @@ def summarise(done: list[dict[str, Any]]) -> dict[str, Any]:
         errors.update(c["errors"])
     return {
         **latency_ms([x for c in done for x in c["latencies_s"]]),
+        "p99_ok_ms": latency_ms([x for c in done for x in c.get("ok_latencies_s", [])])["p99_ms"],
         "ops": ops,
         "ok": ok,
         "errors": dict(errors),
