@@ -258,13 +258,20 @@ def contention(
 
 
 def rotations(names: list[str], rounds: int) -> Iterator[str]:
-    """Each name once per round, the order rotating (A B C, B C A, ...).
+    """Each name once per round, the order rotating one way, then the other.
 
-    Drift on a shared machine then hits every variant alike instead of whichever runs last.
+    A B C, B C A, C A B, then C B A, B A C, A C B, and again. Rotating spreads drift on a
+    shared machine over every variant instead of whichever runs last. Rotating one way only
+    left each variant behind the same one in every round (reportclient always after "nova
+    again"), so whatever a cell leaves the server doing fell on one neighbour; turning the
+    rotation round every ``len(names)`` rounds puts each variant after each neighbour alike
+    (for three variants, after every other variant equally often in every 6 rounds).
     """
+    count = len(names)
     for r in range(rounds):
-        shift = r % len(names)
-        yield from [*names[shift:], *names[:shift]]
+        order = names if (r // count) % 2 == 0 else names[::-1]
+        shift = r % count
+        yield from [*order[shift:], *order[:shift]]
 
 
 def summarise(done: list[dict[str, Any]]) -> dict[str, Any]:
