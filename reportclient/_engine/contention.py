@@ -67,12 +67,15 @@ So the window is shaped by what a conflict says about the crowd:
   fades by half every ``HALF_LIFE`` seconds without a collision.
 
 With that shape 2, 4 and 16 writers are at nova's updates/s, p99 and
-Placement CPU per update or within the noise on MariaDB and PostgreSQL;
-64 writers spend 0.88-0.92x nova's CPU per update but make 0.91-0.93x its
-updates/s at 1.10-1.12x its p99 (full runs, 2026-12-02; README.rst,
-"Retry policy", has the tables). Hand-written because tenacity's waits
-see one operation's attempts, not the conflict's detail or the subject's
-past.
+Placement CPU per update or within the noise on MariaDB and PostgreSQL.
+64 writers made 0.85-0.93x nova's updates/s at 1.10-1.13x its p99 in four
+full runs, but 0.96x and 1.04x (p99 1.02x, 0.96x) in two 12-round runs
+of that cell alone (MariaDB, 2026-12-02), where the 1 s floor after one
+landed write made 0.96x beside it: the floor binds on half of 64
+writers' first conflicts (the burst's losers, cycles under 0.4 s) without
+a difference a run could show. README.rst, "Retry policy", has the
+tables. Hand-written because tenacity's waits see one operation's
+attempts, not the conflict's detail or the subject's past.
 """
 
 from __future__ import annotations
