@@ -69,8 +69,8 @@ So the window is shaped by what a conflict says about the crowd:
 With that shape 2, 4 and 16 writers are at nova's updates/s, p99 and
 Placement CPU per update or within the noise on MariaDB and PostgreSQL.
 64 writers made 0.85-0.93x nova's updates/s at 1.10-1.13x its p99 in four
-full runs, but 0.96x and 1.04x (p99 1.02x, 0.96x) in two 12-round runs
-of that cell alone (MariaDB, 2026-12-02), where the 1 s floor after one
+full runs, but 0.96x, 1.04x and 1.02x (p99 1.02x, 0.96x, 0.91x) in three
+shorter 12-round runs (MariaDB, 2026-12-02), where the 1 s floor after one
 landed write made 0.96x beside it: the floor binds on half of 64
 writers' first conflicts (the burst's losers, cycles under 0.4 s) without
 a difference a run could show. README.rst, "Retry policy", has the
