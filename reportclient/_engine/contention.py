@@ -68,12 +68,12 @@ So the window is shaped by what a conflict says about the crowd:
 
 With that shape 2, 4 and 16 writers are at nova's updates/s, p99 and
 Placement CPU per update or within the noise on MariaDB and PostgreSQL.
-64 writers made 0.85-0.93x nova's updates/s at 1.10-1.13x its p99 in four
-full runs, but 0.96x, 1.04x and 1.02x (p99 1.02x, 0.96x, 0.91x) in three
-shorter 12-round runs (MariaDB, 2026-12-02). The 2 s floor after one
-landed write decides half of 64 writers' first windows (the burst's
-losers, whose cycle is under 0.4 s), yet in the first of those runs the
-1 s floor beside it made 0.96x too. README.rst, "Retry policy", has the
+64 writers made 0.85-0.93x nova's updates/s at 1.08-1.13x its p99 in five
+full runs, and 0.84-1.05x in six shorter 12-round runs (MariaDB,
+2026-12-02), a spread one such cell cannot settle. The 2 s floor after
+one landed write decides half of 64 writers' first windows (the burst's
+losers, whose cycle is under 0.4 s), yet in one of those runs the 1 s
+floor beside it made the same 0.96x as the default. README.rst, "Retry policy", has the
 tables. Hand-written because tenacity's waits see one operation's
 attempts, not the conflict's detail or the subject's past.
 """
