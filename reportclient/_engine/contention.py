@@ -86,7 +86,7 @@ from collections.abc import Callable
 
 from reportclient._engine.turns import Turns
 
-__all__ = ["CROWD_STEP", "HALF_LIFE", "MIN_WINDOW", "ContentionMemory"]
+__all__ = ["HALF_LIFE", "LATER_FLOOR", "MIN_WINDOW", "ContentionMemory"]
 
 #: The first retry's window, in seconds, unless a cycle, the writes that
 #: landed or the subject's past ask for more.
@@ -95,9 +95,9 @@ MIN_WINDOW = 1.0
 _SIZE = 4096
 #: Seconds over which a remembered window halves when no collision renews it.
 HALF_LIFE = 30.0
-#: From an operation's second contended conflict, its window in seconds per
-#: contended conflict so far (nova's scheduler client: up to 2 s x attempt).
-CROWD_STEP = 2.0
+#: From an operation's second contended conflict, its window halves each
+#: time but stays at least this many seconds (see above).
+LATER_FLOOR = 3.0
 #: The first window spans at least this many read-compute-write cycles (see above).
 CYCLES = 5.0
 
@@ -116,7 +116,12 @@ class ContentionMemory:
         self._windows: dict[str, tuple[float, float]] = {}
 
     def window(
-        self, subject: str, cycle: float, conflicts: int, landed: int | None = None
+        self,
+        subject: str,
+        cycle: float,
+        conflicts: int,
+        landed: int | None = None,
+        previous: float | None = None,
     ) -> float:
         """The window to suggest after the ``conflicts``-th contended conflict of an operation.
 
@@ -127,7 +132,14 @@ class ContentionMemory:
             makes room for those writers and this one (``landed + 1``
             seconds), the cycles for ``landed``. ``None`` (or 0) keeps the
             floor.
+        :param previous: the window this operation was given after its
+            previous contended conflict; from the second conflict on, the
+            window is half of it, never under ``LATER_FLOOR``.
         """
+        if conflicts > 1 and previous is not None:
+            # The crowd the first window spread has been landing since: what
+            # is left of it is smaller, and this writer has waited longest.
+            return float(max(LATER_FLOOR, previous / 2))
         landed = landed or 0
         # The floor makes room for every writer the conflict shows, this one
         # included; the cycles already queued behind the ones that landed.
@@ -135,10 +147,7 @@ class ContentionMemory:
         start = max(first, self._remembered(subject))
         if conflicts <= 1:
             return float(start)
-        # Collided again after spreading: many writers, as many as the first
-        # window cannot tell. From here it widens as nova's scheduler client
-        # does (up to 2 s x attempt).
-        return float(max(start, CROWD_STEP * conflicts))
+        return float(max(LATER_FLOOR, start))
 
     def _remembered(self, subject: str) -> float:
         with self._lock:

@@ -254,7 +254,7 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
                     cycle = self._memory.clock() - began
                     landed = self.landed_since(planned, exc)
                     self._window = self._memory.window(
-                        self.subject, cycle, self._contended_conflicts, landed
+                        self.subject, cycle, self._contended_conflicts, landed, self._window
                     )
                     exc.backoff_hint = self._window
             raise

@@ -11,8 +11,8 @@ import pytest
 
 import reportclient
 from reportclient._engine.contention import (
-    CROWD_STEP,
     HALF_LIFE,
+    LATER_FLOOR,
     MIN_WINDOW,
     ContentionMemory,
 )
@@ -53,11 +53,25 @@ def test_a_conflict_that_does_not_say_what_landed_keeps_the_floor():
     assert memory.window(S, 0.1, 1, landed=0) == MIN_WINDOW
 
 
-def test_a_second_collision_means_a_crowd_and_the_window_then_grows_as_nova_s():
+def test_from_the_second_collision_the_window_halves_down_to_a_floor():
+    """The crowd the first window spread lands meanwhile: who is left waited longest."""
     memory = ContentionMemory()
-    windows = [memory.window(S, 0.1, n) for n in (2, 3, 4)]
-    assert windows == pytest.approx([4.0, 6.0, 8.0])
-    assert CROWD_STEP == 2.0
+    first = memory.window(S, cycle=1.6, conflicts=1, landed=1)
+    assert first == pytest.approx(8.0)  # five cycles
+    second = memory.window(S, 0.1, 2, landed=1, previous=first)
+    third = memory.window(S, 0.1, 3, landed=1, previous=second)
+    fourth = memory.window(S, 0.1, 4, landed=1, previous=third)
+    assert [second, third, fourth] == pytest.approx([4.0, LATER_FLOOR, LATER_FLOOR])
+    assert LATER_FLOOR == 3.0
+
+
+def test_a_later_collision_after_a_narrow_first_window_waits_at_least_the_floor():
+    memory = ContentionMemory()
+    first = memory.window(S, 0.1, 1)
+    assert first == MIN_WINDOW
+    assert memory.window(S, 0.1, 2, previous=first) == LATER_FLOOR
+    # Without the previous window (a caller of its own), the floor still holds.
+    assert memory.window(S, 0.1, 2) == LATER_FLOOR
 
 
 def test_a_subject_remembers_the_widest_window_an_operation_needed():
@@ -138,3 +152,28 @@ def test_a_policy_of_the_callers_own_decides_when_whatever_the_hint(wire, consum
     )
 
     assert sleeps == [1.0]
+
+
+def test_an_operation_colliding_again_and_again_waits_less_each_time(
+    wire, client, sleeps, consumer, rp
+):
+    """The windows of one operation, end to end: widest first, then halving to the floor.
+
+    Each conflict says seven writes landed while this one computed: the first
+    window makes room for them and this writer (8 s); each later one halves.
+    """
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        [consumer_conflict("8", "1")] * 3 + [NO_CONTENT],
+    )
+
+    client.update_allocations(
+        consumer,
+        reportclient.add_allocations({rp: {"VCPU": 1}}),
+        project_id=PROJECT,
+        user_id=USER,
+    )
+
+    # rand pinned at 0.5: half of each window.
+    assert sleeps == pytest.approx([0.5 * 8.0, 0.5 * 4.0, 0.5 * LATER_FLOOR])
