@@ -54,28 +54,39 @@ So the window is shaped by what a conflict says about the crowd:
   windows past what five cycles were tuned for: their p50 rose to
   1.35-1.54x nova's and PostgreSQL's updates/s fell to 0.85x (full runs,
   2026-12-02);
-* a second collision in one operation means a crowd: from there the
-  window is ``CROWD_STEP`` (2 s) per collision so far (4 s, 6 s, then the
-  policy's cap, 8 s), as wide as nova's scheduler client at that point
-  (it sleeps up to 2 s x attempt). It used to start at 3 s and double (3,
-  6, 8 s); 64 writers on one consumer (MariaDB, 12 rounds, nova twice
-  beside) collided a third time in 54 operations instead of 72, and spent
-  42.3 ms of Placement CPU per update instead of 47.7 (nova 43.4-46.6) at
-  the same updates/s and p99; at 16 writers (PostgreSQL, 8 rounds) the two
-  were within nova's own spread on all three figures;
+* from an operation's second contended conflict, the window is half the
+  one before, never under ``LATER_FLOOR`` (3 s). The crowd the first
+  window spread has been landing meanwhile, so a writer that collides
+  again meets fewer writers than its first window was sized for, and it
+  has waited longest. Windows used to grow instead, as nova's scheduler
+  client's do (2 s per collision so far: 4 s, 6 s, then the policy's 8 s
+  cap), and the writers that collided three or four times made the tail:
+  in five full runs 64 writers made 0.85-0.93x nova's updates/s at
+  1.08-1.13x its p99. A model of the burst (``bench/model_contention.py``:
+  writers behind a 2-core, 4-worker server; it reproduced that day's
+  64-writer cell within 3% on updates/s and 5% on p99, nova's 14.8%
+  give-ups included) put halving windows ahead of growing ones at every
+  writer count. Measured, MariaDB, 6 rounds, nova
+  beside (2026-12-02, a machine three times slower per request than the
+  day before): 64 writers made 1.22x nova's updates/s at 1.00x its p99
+  and 0.87x its CPU per update, where growing windows made 1.01x, 1.18x
+  and 0.74x; 16 writers 1.30x and 0.77x, but with a 2 s floor they spent
+  1.17x nova's CPU per update (1.72 PUTs per update against 1.55): the
+  writers of 16 that keep coming back do not drain like a burst, hence
+  3 s, which the model put at nova's CPU per update at 16 writers and
+  still well ahead at 64;
 * the widest window an operation needed is remembered for its subject and
   fades by half every ``HALF_LIFE`` seconds without a collision.
 
-With that shape 2, 4 and 16 writers are at nova's updates/s, p99 and
-Placement CPU per update or within the noise on MariaDB and PostgreSQL.
-64 writers made 0.85-0.93x nova's updates/s at 1.08-1.13x its p99 in five
-full runs, and 0.84-1.05x in six shorter 12-round runs (MariaDB,
-2026-12-02), a spread one such cell cannot settle. The 2 s floor after
-one landed write decides half of 64 writers' first windows (the burst's
-losers, whose cycle is under 0.4 s), yet in one of those runs the 1 s
-floor beside it made the same 0.96x as the default. README.rst, "Retry policy", has the
-tables. Hand-written because tenacity's waits see one operation's
-attempts, not the conflict's detail or the subject's past.
+With that shape, in one full run per database (2026-12-03, 12-24 rounds
+per cell, nova twice beside), every cell from 2 to 64 writers was at or
+above nova's updates/s and at or below its p99 and Placement CPU per
+update, or within the run's noise; 64 writers made 1.35x and 1.36x nova's
+updates/s at 0.81x and 0.69x its p99 and 1.00x its CPU per update
+(MariaDB, PostgreSQL), and 16 writers 1.28x and 1.22x at 0.81x, with
+0.95x and 1.03x (interval 1.00-1.06) the CPU. README.rst, "Retry
+policy", has the tables. Hand-written because tenacity's waits see one
+operation's attempts, not the conflict's detail or the subject's past.
 """
 
 from __future__ import annotations
