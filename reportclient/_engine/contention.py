@@ -75,8 +75,10 @@ So the window is shaped by what a conflict says about the crowd:
   writers of 16 that keep coming back do not drain like a burst, hence
   3 s, which the model put at nova's CPU per update at 16 writers and
   still well ahead at 64;
-* the widest window an operation needed is remembered for its subject and
-  fades by half every ``HALF_LIFE`` seconds without a collision.
+* the window an operation got through after (its last: the narrowest,
+  once windows halve) is remembered for its subject, the widest of the
+  recent operations' windows, and fades by half every ``HALF_LIFE``
+  seconds without a collision.
 
 With that shape, in one full run per database (2026-12-03, 12-24 rounds
 per cell, nova twice beside), every cell from 2 to 64 writers was at or

@@ -177,3 +177,25 @@ def test_an_operation_colliding_again_and_again_waits_less_each_time(
 
     # rand pinned at 0.5: half of each window.
     assert sleeps == pytest.approx([0.5 * 8.0, 0.5 * 4.0, 0.5 * LATER_FLOOR])
+
+
+def test_the_next_operation_starts_from_the_window_the_last_one_got_through_in(
+    wire, client, sleeps, consumer, rp
+):
+    """What is remembered is the window an operation succeeded after, not its widest.
+
+    An operation given 8 s, then 4 s, then 3 s got through after the 3 s one:
+    the crowd had thinned by then, so the next writer of the subject that
+    collides once (one write landed: 2 s of its own) starts at 3 s, not 8 s.
+    The full runs of 2026-12-03 measured exactly this.
+    """
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
+    add = reportclient.add_allocations({rp: {"VCPU": 1}})
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("8", "1")] * 3 + [NO_CONTENT])
+    client.update_allocations(consumer, add, project_id=PROJECT, user_id=USER)
+    del sleeps[:]
+
+    wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("2", "1"), NO_CONTENT])
+    client.update_allocations(consumer, add, project_id=PROJECT, user_id=USER)
+
+    assert sleeps == pytest.approx([0.5 * LATER_FLOOR])
