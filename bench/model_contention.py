@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reportclient._engine.contention import ContentionMemory
+from reportclient.retry import DEFAULT_ATTEMPTS, DEFAULT_CAP, DEFAULT_DEADLINE
 
 SLOTS, CORES = 4, 2.0
 #: Seconds of server CPU per GET and per PUT, and of client time before each request.
@@ -187,24 +188,29 @@ def nova(writer: Writer, cycle: float, landed: int | None) -> float | None:
     return writer.model.rng.uniform(0, 2.0 * writer.attempts)
 
 
+def _default_stops(writer: Writer) -> bool:
+    """Whether the default policy (``reportclient.default_retry``) gives up here."""
+    return writer.attempts >= DEFAULT_ATTEMPTS or writer.model.now - writer.began > DEFAULT_DEADLINE
+
+
 def reportclient(writer: Writer, cycle: float, landed: int | None) -> float | None:
     """The library's engine window (its own code) under the default policy's stops."""
-    if writer.attempts >= 12 or writer.model.now - writer.began > 30.0:
+    if _default_stops(writer):
         return None
     writer.window = writer.memory.window("consumer", cycle, writer.conflicts, landed, writer.window)
-    return writer.model.rng.uniform(0, min(8.0, writer.window))
+    return writer.model.rng.uniform(0, min(DEFAULT_CAP, writer.window))
 
 
 def growing(writer: Writer, cycle: float, landed: int | None) -> float | None:
     """The windows before 2026-12-02: the same first one, then 2 s per collision so far."""
-    if writer.attempts >= 12 or writer.model.now - writer.began > 30.0:
+    if _default_stops(writer):
         return None
     if writer.conflicts == 1:
         writer.first = writer.memory.window("consumer", cycle, 1, landed)
         writer.window = writer.first
     else:
         writer.window = max(writer.first, 2.0 * writer.conflicts)
-    return writer.model.rng.uniform(0, min(8.0, writer.window))
+    return writer.model.rng.uniform(0, min(DEFAULT_CAP, writer.window))
 
 
 POLICIES: dict[str, Policy] = {"nova": nova, "reportclient": reportclient, "growing": growing}
