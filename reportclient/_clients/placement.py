@@ -233,9 +233,19 @@ class PlacementClient:
         """Hits, misses and evictions of the consumer cache."""
         return self._cache.stats()
 
-    def cached(self, consumer_uuid: str) -> ConsumerAllocations | None:
-        """What the cache holds for a consumer, however old; None when nothing is cached."""
-        return self._cache.get(validate_uuid(consumer_uuid))
+    def cached(
+        self, consumer_uuid: str, *, trusted: bool = False
+    ) -> ConsumerAllocations | None:
+        """What the cache holds for a consumer, however old; None when nothing is cached.
+
+        :param trusted: only a state the next write would compute from
+            without reading first (within ``cache_ttl``, and not in doubt
+            after an overlapping or lost answer); None otherwise.
+        """
+        found = self._cache.lookup(validate_uuid(consumer_uuid))
+        if found is None or (trusted and not found[1]):
+            return None
+        return found[0]
 
     def get_allocations(
         self, consumer_uuid: str, *, global_request_id: str | None = None
