@@ -60,7 +60,7 @@ def _traced_per_entry(n: int, fill: Callable[[int], Any]) -> tuple[float, Any]:
 
 
 def _fill_cache(n: int) -> Any:
-    from reportclient._engine.consumer_cache import ConsumerCache
+    from reportclient._gateway.consumer_cache import ConsumerCache
 
     rand = random.Random(1)
     cache = ConsumerCache(n)
@@ -72,7 +72,7 @@ def _fill_cache(n: int) -> Any:
 def child_bytes(n: int) -> dict[str, Any]:
     """tracemalloc bytes per cached consumer and where they go."""
     # imported before tracing: module code is not cache memory
-    import reportclient._engine.consumer_cache
+    import reportclient._gateway.consumer_cache
 
     per_entry, cache = _traced_per_entry(n, _fill_cache)
     entries = cache._entries
@@ -92,7 +92,7 @@ def child_bytes(n: int) -> dict[str, Any]:
         "n": n,
         "bytes_per_consumer": per_entry,
         "breakdown": breakdown,
-        "module": reportclient._engine.consumer_cache.__name__,
+        "module": reportclient._gateway.consumer_cache.__name__,
     }
 
 
@@ -116,7 +116,7 @@ def _maxrss_bytes() -> int:
 
 def child_rss(n: int) -> dict[str, Any]:
     """Peak RSS of this process after filling a cache bounded at ``n`` with ``n`` entries."""
-    import reportclient._engine.consumer_cache  # noqa: F401 - counted in the baseline, not in the fill
+    import reportclient._gateway.consumer_cache  # noqa: F401 - counted in the baseline, not in the fill
 
     baseline = _status_bytes("VmHWM") or _maxrss_bytes()
     began = time.perf_counter()

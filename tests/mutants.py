@@ -20,14 +20,13 @@ import pytest
 
 from reportclient._engine import (
     batch_write,
-    consumer_cache,
     consumer_write,
     field_write,
     guarded_write,
     moves,
-    reshape_write,
 )
 from reportclient._engine.fate import Evidence
+from reportclient._gateway import consumer_cache, gateway
 from reportclient._model import providers
 
 
@@ -111,7 +110,7 @@ def _cache_takes_the_last_answer() -> None:
     """Scenario 8: whatever answer is processed last wins, however old its request."""
     original = consumer_cache.ConsumerCache.put
 
-    def put(self: Any, state: Any, *, trusted: bool = True, sent: int | None = None) -> None:
+    def put(self: Any, state: Any, *, trusted: bool = True, **_ordering: Any) -> None:
         original(self, state, trusted=trusted)
 
     consumer_cache.ConsumerCache.put = put  # type: ignore[method-assign]
@@ -120,25 +119,12 @@ def _cache_takes_the_last_answer() -> None:
 def _reshape_leaves_the_consumer_cache() -> None:
     """Scenario 9: a reshape's allocation writes are not cached."""
 
-    class Blind:
-        def __init__(self, real: Any) -> None:
-            self._real = real
+    original = gateway.Gateway.reshape
 
-        def ticket(self) -> int:
-            return int(self._real.ticket())
+    def reshape(self: Any, body: Any, writes: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, body, [], *args, **kwargs)
 
-        def put(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-        def discard(self, consumer: str) -> None:
-            self._real.discard(consumer)
-
-    original = reshape_write.ReshapeWrite.__init__
-
-    def init(self: Any, transport: Any, cache: Any, consumer_cache: Any, *a: Any, **k: Any) -> None:
-        original(self, transport, cache, Blind(consumer_cache), *a, **k)
-
-    reshape_write.ReshapeWrite.__init__ = init  # type: ignore[method-assign]
+    gateway.Gateway.reshape = reshape  # type: ignore[method-assign]
 
 
 def _ratio_compared_as_sent() -> None:

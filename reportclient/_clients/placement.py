@@ -24,21 +24,22 @@ from keystoneauth1 import token_endpoint
 
 from reportclient._clients.providers import ProviderClient
 from reportclient._engine.batch_write import BatchWrite, Part, Plan
-from reportclient._engine.consumer_cache import (
+from reportclient._engine.consumer_write import (
+    DEFAULT_CONSUMER_TYPE,
+    ConsumerWrite,
+    Kind,
+)
+from reportclient._engine.contention import ContentionMemory
+from reportclient._engine.guarded_write import run_attempts
+from reportclient._engine.moves import WriteSpec, plan_many, plan_move
+from reportclient._gateway.consumer_cache import (
     DEFAULT_CACHE_SIZE,
     DEFAULT_CACHE_TTL,
     CacheStats,
     ConsumerCache,
 )
-from reportclient._engine.consumer_write import (
-    DEFAULT_CONSUMER_TYPE,
-    ConsumerWrite,
-    Kind,
-    put_write,
-)
-from reportclient._engine.contention import ContentionMemory
-from reportclient._engine.guarded_write import run_attempts
-from reportclient._engine.moves import WriteSpec, plan_many, plan_move
+from reportclient._gateway.gateway import Gateway
+from reportclient._gateway.provider_cache import ProviderCache
 from reportclient._model.candidate_results import AllocationCandidates, AllocationRequest
 from reportclient._model.candidates import CandidatesQuery
 from reportclient._model.consumers import Allocations, AllocationWrite, ConsumerAllocations
@@ -56,7 +57,6 @@ from reportclient._model.validation import (
     validate_uuid,
 )
 from reportclient._wire.negotiation import format_version, parse_version
-from reportclient._wire.responses import nothing_to_delete
 from reportclient._wire.transport import (
     DEFAULT_POOL_SIZE,
     DEFAULT_TIMEOUT,
@@ -66,11 +66,9 @@ from reportclient._wire.transport import (
     validate_timeout,
 )
 from reportclient.errors import (
-    GenerationConflict,
     InvalidInput,
     MicroversionUnsupported,
     OutcomeUnknown,
-    PlacementError,
     PlacementUnavailable,
 )
 from reportclient.retry import default_retry
@@ -130,17 +128,17 @@ class PlacementClient:
             adapter, microversion=microversion, global_request_id=global_request_id, timeout=timeout
         )
         try:
-            self._cache = ConsumerCache(cache_size, cache_ttl, clock)
+            consumers = ConsumerCache(cache_size, cache_ttl, clock)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
+        # Every request below goes through the gateway, the only writer of both caches.
+        self._gateway = Gateway(self._transport, consumers, ProviderCache(cache_ttl, clock))
         self._retry = _policy(retry) if retry is not None else default_retry()
         self._contention = ContentionMemory(clock)
         self._providers = ProviderClient(
-            self._transport,
+            self._gateway,
             retry=self._retry,
-            cache_ttl=cache_ttl,
             clock=clock,
-            consumer_cache=self._cache,
             contention=self._contention,
             reconcile_max_staleness=reconcile_max_staleness,
         )
@@ -211,7 +209,7 @@ class PlacementClient:
         return cls.from_session(session, endpoint_override=url, pool_size=pool_size, **kwargs)
 
     def __repr__(self) -> str:
-        stats = self._cache.stats()
+        stats = self._gateway.cache_stats()
         return f"<PlacementClient {self._transport!r} cache {stats.size}/{stats.maxsize}>"
 
     @property
@@ -222,7 +220,7 @@ class PlacementClient:
     @property
     def microversion(self) -> str:
         """The microversion in use (negotiated on first use unless pinned)."""
-        return format_version(self._transport.microversion)
+        return format_version(self._gateway.microversion)
 
     @property
     def default_consumer_type(self) -> str:
@@ -231,18 +229,16 @@ class PlacementClient:
 
     def cache_stats(self) -> CacheStats:
         """Hits, misses and evictions of the consumer cache."""
-        return self._cache.stats()
+        return self._gateway.cache_stats()
 
-    def cached(
-        self, consumer_uuid: str, *, trusted: bool = False
-    ) -> ConsumerAllocations | None:
+    def cached(self, consumer_uuid: str, *, trusted: bool = False) -> ConsumerAllocations | None:
         """What the cache holds for a consumer, however old; None when nothing is cached.
 
         :param trusted: only a state the next write would compute from
             without reading first (within ``cache_ttl``, and not in doubt
             after an overlapping or lost answer); None otherwise.
         """
-        found = self._cache.lookup(validate_uuid(consumer_uuid))
+        found = self._gateway.consumer_entry(validate_uuid(consumer_uuid))
         if found is None or (trusted and not found[1]):
             return None
         return found[0]
@@ -263,17 +259,7 @@ class PlacementClient:
     def _read(
         self, consumer_uuid: str, request_id: str | None, at_most: Microversion | None = None
     ) -> ConsumerAllocations:
-        ticket = self._cache.ticket()
-        reply = self._transport.request(
-            "GET",
-            f"/allocations/{consumer_uuid}",
-            consumer_uuid=consumer_uuid,
-            global_request_id=request_id,
-            at_most=at_most,
-        )
-        state = ConsumerAllocations.from_json(consumer_uuid, reply.body or {})
-        self._cache.put(state, sent=ticket)
-        return state
+        return self._gateway.read_consumer(consumer_uuid, request_id, at_most)
 
     def claim(
         self,
@@ -427,22 +413,7 @@ class PlacementClient:
         :returns: True if Placement held allocations, False if it held none.
         """
         consumer = validate_uuid(consumer_uuid)
-        ticket = self._cache.ticket()
-        try:
-            self._transport.request(
-                "DELETE",
-                f"/allocations/{consumer}",
-                consumer_uuid=consumer,
-                global_request_id=validate_request_id(global_request_id),
-            )
-        except PlacementError as exc:
-            if not nothing_to_delete(exc):
-                raise
-            deleted = False
-        else:
-            deleted = True
-        self._cache.put(ConsumerAllocations.missing(consumer), sent=ticket)
-        return deleted
+        return self._gateway.delete_consumer(consumer, validate_request_id(global_request_id))
 
     def put_allocations(
         self,
@@ -520,22 +491,16 @@ class PlacementClient:
             ctype = self._default_type
         write = AllocationWrite(consumer, desired, consumer_generation, project_id, user_id, ctype)
         try:
-            return put_write(
-                self._transport,
-                self._cache,
+            return self._gateway.put_consumer(
                 write,
-                send_type=self._transport.supports(CONSUMER_TYPE_VERSION),
+                send_type=self._gateway.supports(CONSUMER_TYPE_VERSION),
                 kept_type=None,
                 mappings=_mappings(mappings),
                 request_id=validate_request_id(global_request_id),
             )
-        except GenerationConflict:
-            self._cache.discard(consumer)
-            raise
         except PlacementUnavailable as exc:
             if not exc.outcome_unknown:
                 raise
-            self._cache.discard(consumer)
             raise OutcomeUnknown(
                 f"a write carrying generation {consumer_generation} may or may not have "
                 f"landed ({exc.message}); it is not sent again and nothing was read: "
@@ -544,7 +509,7 @@ class PlacementClient:
                 state=None,
                 lost=exc,
                 method="PUT",
-                url=f"/allocations/{consumer}",
+                url=exc.url,
             ) from exc
 
     def request(
@@ -597,12 +562,12 @@ class PlacementClient:
         policy = self._policy(retry)
 
         def send() -> RawAnswer:
-            reply = self._transport.send_raw(
+            reply = self._gateway.raw(
                 verb,
                 where,
                 json=json,
                 version=version,
-                global_request_id=request_id,
+                request_id=request_id,
                 timeout=seconds,
             )
             return RawAnswer(
@@ -610,7 +575,7 @@ class PlacementClient:
                 reply.body,
                 MappingProxyType(dict(reply.headers)),
                 reply.request_id,
-                format_version(version or self._transport.microversion),
+                format_version(version or self._gateway.microversion),
             )
 
         if verb not in _READS:
@@ -643,11 +608,7 @@ class PlacementClient:
             validate_owner(*owner)
         ctype = None if consumer_type is None else validate_consumer_type(consumer_type)
         write = ConsumerWrite(
-            self._transport,
-            self._cache,
-            # Without a type to compare, the cycle's reads need none either
-            # (see LEAN_VERSION): they go at the lowest version that has generations.
-            self._read_for_cycle if ctype is not None else self._read_untyped,
+            self._gateway,
             consumer,
             mutate,
             kind=kind,
@@ -659,14 +620,11 @@ class PlacementClient:
             mappings=mappings,
             memory=self._contention,
             default_type=self._default_type,
+            # Without a type to compare, the cycle's reads need none either
+            # (see LEAN_VERSION): they go at the lowest version that has generations.
+            read_at_most=None if ctype is not None else LEAN_VERSION,
         )
         return run_attempts(write, policy)
-
-    def _read_for_cycle(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
-        return self._read(consumer, request_id)
-
-    def _read_untyped(self, consumer: str, request_id: str | None) -> ConsumerAllocations:
-        return self._read(consumer, request_id, LEAN_VERSION)
 
     def move_allocations(
         self,
@@ -777,17 +735,14 @@ class PlacementClient:
             query = CandidatesQuery(**query_kwargs)
         elif query_kwargs:
             raise InvalidInput("pass a CandidatesQuery or its keywords, not both")
-        if self._transport.microversion < query.version():
+        if self._gateway.microversion < query.version():
             raise MicroversionUnsupported(
                 f"this query needs placement {format_version(query.version())}; "
-                f"the client speaks {format_version(self._transport.microversion)}"
+                f"the client speaks {format_version(self._gateway.microversion)}"
             )
-        reply = self._transport.request(
-            "GET",
-            f"/allocation_candidates?{query.query_string()}",
-            global_request_id=validate_request_id(global_request_id),
+        return self._gateway.candidates(
+            query.query_string(), validate_request_id(global_request_id)
         )
-        return AllocationCandidates.from_json(reply.body or {})
 
     def get_provider_usages(
         self, provider_uuid: str, *, global_request_id: str | None = None
@@ -797,12 +752,7 @@ class PlacementClient:
         :raises PlacementError: status 404 for an unknown provider.
         """
         rp = validate_uuid(provider_uuid, "resource provider uuid")
-        reply = self._transport.request(
-            "GET",
-            f"/resource_providers/{rp}/usages",
-            global_request_id=validate_request_id(global_request_id),
-        )
-        return ProviderUsages.from_json(rp, reply.body or {})
+        return self._gateway.provider_usages(rp, validate_request_id(global_request_id))
 
     def get_usages(
         self,
@@ -817,13 +767,12 @@ class PlacementClient:
         :param consumer_type: only consumers of this type, or ``"all"`` /
             ``"unknown"`` (microversion 1.38+).
         """
-        version = self._transport.microversion
+        version = self._gateway.microversion
         query = usages_query(project_id, user_id, consumer_type, version)
-        reply = self._transport.request(
-            "GET", f"/usages?{query}", global_request_id=validate_request_id(global_request_id)
-        )
         grouped = version >= CONSUMER_TYPE_VERSION
-        return ProjectUsages.from_json(project_id, user_id, reply.body or {}, grouped=grouped)
+        return self._gateway.usages(
+            project_id, user_id, query, grouped, validate_request_id(global_request_id)
+        )
 
     def _run_many(
         self,
@@ -838,9 +787,7 @@ class PlacementClient:
     ) -> dict[str, ConsumerAllocations]:
         policy = self._policy(retry)
         write = BatchWrite(
-            self._transport,
-            self._cache,
-            self._read_for_cycle,
+            self._gateway,
             parts,
             plan,
             idempotent=idempotent,

@@ -18,18 +18,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from types import EllipsisType
 from typing import Any
-from urllib.parse import urlencode
 
 import tenacity
 
-from reportclient._engine.consumer_cache import ConsumerCache
 from reportclient._engine.contention import ContentionMemory
-from reportclient._engine.field_write import Field, FieldWrite, read_field
+from reportclient._engine.field_write import Field
 from reportclient._engine.guarded_write import run_attempts
-from reportclient._engine.provider_cache import ProviderCache
+from reportclient._engine.provider_ops import CASCADE_ROUNDS, UNSET, ProviderOps
 from reportclient._engine.reconcile import AGENT_MAX_STALENESS, TreeMemory, reconcile
 from reportclient._engine.reshape_write import ReshapeWrite
-from reportclient._model.consumers import ConsumerAllocations
+from reportclient._gateway.gateway import Gateway
 from reportclient._model.microversions import Microversion
 from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
 from reportclient._model.providers import (
@@ -54,28 +52,13 @@ from reportclient._model.validation import (
     validate_uuid,
     validate_uuids,
 )
-from reportclient._wire.responses import nothing_to_delete
-from reportclient._wire.transport import Transport, validate_request_id
-from reportclient.errors import (
-    CannotDeleteParent,
-    InvalidInput,
-    PlacementError,
-    PlacementUnavailable,
-    ProviderInUse,
-    ProviderNotFound,
-)
+from reportclient._wire.transport import validate_request_id
+from reportclient.errors import InvalidInput, ProviderNotFound
 
 __all__ = ["CASCADE_ROUNDS", "ProviderClient"]
 
 
-_UNSET: Any = object()
-
-#: Rounds of "list the provider's consumers, delete their allocations, delete
-#: the provider" a cascading delete makes. A consumer allocating between the
-#: listing and the provider's delete makes the delete fail; one more round
-#: clears it. A provider still in use after this many rounds is being
-#: allocated against as fast as it is cleared: that is the caller's to stop.
-CASCADE_ROUNDS = 3
+_UNSET: Any = UNSET
 
 
 class ProviderClient:
@@ -84,9 +67,9 @@ class ProviderClient:
     Thread-safe. Built by :class:`~reportclient.PlacementClient`, whose
     transport, retry policy and clock it shares.
 
-    :param cache_ttl: seconds a provider field read or written is trusted
-        for the next write's content and generation (0: never; see
-        :mod:`reportclient._engine.provider_cache`).
+    :param gateway: the client's gateway; its provider cache trusts a field
+        read or written for ``cache_ttl`` seconds (0: never; see
+        :mod:`reportclient._gateway.provider_cache`).
     :param reconcile_max_staleness: the ``max_staleness`` of every
         :meth:`reconcile` that does not pass its own: None (strict, every
         write proven) or :attr:`AGENT_MAX_STALENESS` for a compute agent.
@@ -98,26 +81,21 @@ class ProviderClient:
 
     def __init__(
         self,
-        transport: Transport,
+        gateway: Gateway,
         *,
         retry: tenacity.Retrying,
-        cache_ttl: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
-        consumer_cache: ConsumerCache | None = None,
         contention: ContentionMemory | None = None,
         reconcile_max_staleness: float | None = None,
     ) -> None:
         self._max_staleness = validate_max_staleness(reconcile_max_staleness)
-        self._transport = transport
+        self._gateway = gateway
         self._retry = retry
-        self.cache = ProviderCache(cache_ttl, clock)
         # The trees reconcile(max_staleness=...) last proved, on the same clock.
         self._trees = TreeMemory(clock)
         # Shared with the PlacementClient that built this one.
         self._contention = contention if contention is not None else ContentionMemory(clock)
-        # The client's consumer cache, which a reshape's allocation writes
-        # keep right; a ProviderClient on its own keeps none.
-        self._consumer_cache = consumer_cache if consumer_cache is not None else ConsumerCache(0)
+        self._ops = ProviderOps(gateway, retry, self._contention)
 
     # -- providers -----------------------------------------------------------
     def create_provider(
@@ -140,16 +118,16 @@ class ProviderClient:
             body["parent_provider_uuid"] = validate_uuid(
                 parent_provider_uuid, "parent_provider_uuid"
             )
-        reply = self._request("POST", "/resource_providers", body, global_request_id)
-        return ResourceProvider.from_json(reply)
+        return self._gateway.create_provider(body, validate_request_id(global_request_id))
 
     def get_provider(self, uuid: str, *, global_request_id: str | None = None) -> ResourceProvider:
         """Read one provider.
 
         :raises ProviderNotFound: it does not exist.
         """
-        path = f"/resource_providers/{validate_uuid(uuid, 'uuid')}"
-        return ResourceProvider.from_json(self._request("GET", path, None, global_request_id))
+        return self._gateway.get_provider(
+            validate_uuid(uuid, "uuid"), validate_request_id(global_request_id)
+        )
 
     def list_providers(
         self,
@@ -182,9 +160,7 @@ class ProviderClient:
             query["required"] = ",".join(required)
         if resources is not None:
             query["resources"] = ",".join(f"{rc}:{n}" for rc, n in resources.items())
-        path = "/resource_providers" + (f"?{urlencode(query)}" if query else "")
-        reply = self._request("GET", path, None, global_request_id)
-        return [ResourceProvider.from_json(rp) for rp in reply["resource_providers"]]
+        return self._gateway.list_providers(query, validate_request_id(global_request_id))
 
     def update_provider(
         self,
@@ -208,27 +184,16 @@ class ProviderClient:
         uuid = validate_uuid(uuid, "uuid")
         if name is None and parent_provider_uuid is _UNSET:
             raise InvalidInput("update_provider needs a name or a parent_provider_uuid")
-        body: dict[str, Any] = {}
-        if name is None:
-            name = self.get_provider(uuid, global_request_id=global_request_id).name
-        body["name"] = validate_provider_name(name)
-        if parent_provider_uuid is not _UNSET:
-            if parent_provider_uuid is not None:
-                parent_provider_uuid = validate_uuid(parent_provider_uuid, "parent_provider_uuid")
-            body["parent_provider_uuid"] = parent_provider_uuid
-        try:
-            reply = self._request("PUT", f"/resource_providers/{uuid}", body, global_request_id)
-        except PlacementUnavailable as exc:
-            if not exc.outcome_unknown:
-                raise
-            # Unguarded and idempotent: a read that shows what was asked settles it.
-            now = self.get_provider(uuid, global_request_id=global_request_id)
-            if now.name == body["name"] and now.parent_provider_uuid == body.get(
-                "parent_provider_uuid", now.parent_provider_uuid
-            ):
-                return now
-            raise
-        return ResourceProvider.from_json(reply)
+        if name is not None:
+            name = validate_provider_name(name)
+        if parent_provider_uuid is not _UNSET and parent_provider_uuid is not None:
+            parent_provider_uuid = validate_uuid(parent_provider_uuid, "parent_provider_uuid")
+        return self._ops.update_provider(
+            uuid,
+            name=name,
+            parent_provider_uuid=parent_provider_uuid,
+            global_request_id=validate_request_id(global_request_id),
+        )
 
     def delete_provider(
         self, uuid: str, *, cascade: bool = False, global_request_id: str | None = None
@@ -251,47 +216,18 @@ class ProviderClient:
         :raises CannotDeleteParent: it has child providers.
         :raises ProviderNotFound: it does not exist.
         """
-        uuid = validate_uuid(uuid, "uuid")
-        request_id = validate_request_id(global_request_id)
-        path = f"/resource_providers/{uuid}"
-        rounds = CASCADE_ROUNDS if cascade else 1
-        for round_ in range(1, rounds + 1):
-            if cascade:
-                held = self.get_provider_allocations(uuid, global_request_id=request_id)
-                for consumer in held.consumers:
-                    self._delete_consumer(consumer, request_id)
-            try:
-                self._request("DELETE", path, None, request_id)
-            except CannotDeleteParent:
-                raise
-            except ProviderInUse:
-                if round_ == rounds:
-                    raise
-                continue  # allocated against since the listing: list again
-            break
-        self.cache.discard(uuid)
-
-    def _delete_consumer(self, consumer: str, request_id: str | None) -> None:
-        """``DELETE /allocations/{consumer}``; one already without allocations is fine."""
-        ticket = self._consumer_cache.ticket()
-        try:
-            self._transport.request(
-                "DELETE",
-                f"/allocations/{consumer}",
-                consumer_uuid=consumer,
-                global_request_id=request_id,
-            )
-        except PlacementError as exc:
-            if not nothing_to_delete(exc):
-                raise
-        self._consumer_cache.put(ConsumerAllocations.missing(consumer), sent=ticket)
+        self._ops.delete_provider(
+            validate_uuid(uuid, "uuid"),
+            cascade=cascade,
+            global_request_id=validate_request_id(global_request_id),
+        )
 
     def supports(self, version: Microversion) -> bool:
         """Whether the microversion in use is at least ``version`` (e.g. ``REPARENT_VERSION``).
 
         The first call may negotiate the version with Placement (one ``GET /``).
         """
-        return self._transport.supports(version)
+        return self._gateway.supports(version)
 
     # -- what is allocated ----------------------------------------------------------
     def get_provider_allocations(
@@ -301,11 +237,9 @@ class ProviderClient:
 
         :raises ProviderNotFound: it does not exist.
         """
-        uuid = validate_uuid(uuid, "uuid")
-        body = self._request(
-            "GET", f"/resource_providers/{uuid}/allocations", None, global_request_id
+        return self._gateway.provider_allocations(
+            validate_uuid(uuid, "uuid"), validate_request_id(global_request_id)
         )
-        return ProviderAllocations.from_json(uuid, body or {})
 
     def get_tree_allocations(
         self, root_uuid: str, *, global_request_id: str | None = None
@@ -336,19 +270,15 @@ class ProviderClient:
         ``PUT /resource_classes/{name}`` (1.7+) creates or confirms in one
         request, so two agents ensuring the same class both succeed.
         """
-        path = f"/resource_classes/{validate_custom_name(name)}"
-        reply = self._transport.request(
-            "PUT", path, global_request_id=validate_request_id(global_request_id)
+        return self._gateway.ensure(
+            "resource_classes", validate_custom_name(name), validate_request_id(global_request_id)
         )
-        return reply.status == 201
 
     def ensure_trait(self, name: str, *, global_request_id: str | None = None) -> bool:
         """Make a custom trait exist; True if this call created it (idempotent, race-safe)."""
-        path = f"/traits/{validate_custom_name(name, 'trait')}"
-        reply = self._transport.request(
-            "PUT", path, global_request_id=validate_request_id(global_request_id)
+        return self._gateway.ensure(
+            "traits", validate_custom_name(name, "trait"), validate_request_id(global_request_id)
         )
-        return reply.status == 201
 
     def list_traits(
         self,
@@ -378,8 +308,9 @@ class ProviderClient:
             if not isinstance(associated, bool):
                 raise InvalidInput(f"associated must be True, False or None, got {associated!r}")
             query["associated"] = "true" if associated else "false"
-        path = "/traits" + (f"?{urlencode(query)}" if query else "")
-        return tuple(sorted(self._request("GET", path, None, global_request_id)["traits"]))
+        return tuple(
+            sorted(self._gateway.list_traits(query, validate_request_id(global_request_id)))
+        )
 
     def get_trait(self, name: str, *, global_request_id: str | None = None) -> str:
         """``GET /traits/{name}``: ``name``, once Placement confirms the trait exists.
@@ -387,7 +318,7 @@ class ProviderClient:
         :raises PlacementError: status 404 when it does not.
         """
         name = validate_standard_name(name, "trait")
-        self._request("GET", f"/traits/{name}", None, global_request_id)
+        self._gateway.get_trait(name, validate_request_id(global_request_id))
         return name
 
     def delete_trait(self, name: str, *, global_request_id: str | None = None) -> None:
@@ -398,12 +329,13 @@ class ProviderClient:
             while a provider has it (Placement gives that no code of its own).
         """
         name = validate_custom_name(name, "trait")
-        self._request("DELETE", f"/traits/{name}", None, global_request_id)
+        self._gateway.delete_trait(name, validate_request_id(global_request_id))
 
     def list_resource_classes(self, *, global_request_id: str | None = None) -> tuple[str, ...]:
         """``GET /resource_classes``: the names of every class, standard and custom, sorted."""
-        body = self._request("GET", "/resource_classes", None, global_request_id)
-        return tuple(sorted(rc["name"] for rc in body["resource_classes"]))
+        return tuple(
+            sorted(self._gateway.list_resource_classes(validate_request_id(global_request_id)))
+        )
 
     def get_resource_class(self, name: str, *, global_request_id: str | None = None) -> str:
         """``GET /resource_classes/{name}``: its name, once Placement confirms it exists.
@@ -411,8 +343,7 @@ class ProviderClient:
         :raises PlacementError: status 404 when it does not.
         """
         name = validate_standard_name(name)
-        body = self._request("GET", f"/resource_classes/{name}", None, global_request_id)
-        return str(body["name"])
+        return self._gateway.get_resource_class(name, validate_request_id(global_request_id))
 
     def delete_resource_class(self, name: str, *, global_request_id: str | None = None) -> None:
         """``DELETE /resource_classes/{name}``: delete a custom class no inventory uses.
@@ -422,7 +353,7 @@ class ProviderClient:
             while some provider has inventory of it (no code of its own).
         """
         name = validate_custom_name(name)
-        self._request("DELETE", f"/resource_classes/{name}", None, global_request_id)
+        self._gateway.delete_resource_class(name, validate_request_id(global_request_id))
 
     # -- reshape and reconcile ----------------------------------------------------
     def reshape(
@@ -444,9 +375,7 @@ class ProviderClient:
         :raises OutcomeUnknown: the policy gave up while a lost reshape may still land.
         """
         write = ReshapeWrite(
-            self._transport,
-            self.cache,
-            self._consumer_cache,
+            self._gateway,
             providers,
             consumers,
             compute,
@@ -483,7 +412,7 @@ class ProviderClient:
             raised after everything else is done, naming it.
         """
         return reconcile(
-            self,
+            self._ops,
             specs,
             merge=merge,
             delete_roots=delete_roots,
@@ -492,18 +421,12 @@ class ProviderClient:
             memory=self._trees,
         )
 
-    def _request(self, method: str, path: str, body: Any, request_id: str | None) -> Any:
-        reply = self._transport.request(
-            method, path, json=body, global_request_id=validate_request_id(request_id)
-        )
-        return reply.body
-
     # -- inventories ---------------------------------------------------------
     def get_inventories(
         self, uuid: str, *, global_request_id: str | None = None
     ) -> ProviderInventories:
         """Read a provider's inventories and generation."""
-        return self.read(ProviderInventories, uuid, global_request_id)
+        return self._read(ProviderInventories, uuid, global_request_id)
 
     def set_inventory(
         self,
@@ -581,7 +504,7 @@ class ProviderClient:
     # -- traits ---------------------------------------------------------------
     def get_traits(self, uuid: str, *, global_request_id: str | None = None) -> ProviderTraits:
         """Read a provider's traits and generation."""
-        return self.read(ProviderTraits, uuid, global_request_id)
+        return self._read(ProviderTraits, uuid, global_request_id)
 
     def add_traits(
         self, uuid: str, traits: Iterable[str], *, global_request_id: str | None = None
@@ -609,7 +532,7 @@ class ProviderClient:
         self, uuid: str, *, global_request_id: str | None = None
     ) -> ProviderAggregates:
         """Read a provider's aggregates and generation."""
-        return self.read(ProviderAggregates, uuid, global_request_id)
+        return self._read(ProviderAggregates, uuid, global_request_id)
 
     def add_aggregates(
         self, uuid: str, aggregates: Iterable[str], *, global_request_id: str | None = None
@@ -638,43 +561,7 @@ class ProviderClient:
             ProviderAggregates, uuid, lambda _c: set(uuids), True, global_request_id
         )
 
-    # -- plumbing ---------------------------------------------------------------
-    def change(
-        self,
-        kind: type[Field],
-        uuid: str,
-        compute: Callable[[Any], Any],
-        *,
-        idempotent: bool,
-        start: Field | None = None,
-        start_read: bool = True,
-        global_request_id: str | None = None,
-    ) -> tuple[Field, int, bool]:
-        """Run one field change under the policy.
-
-        :returns: the field as Placement holds it afterwards, the number of
-            requests sent, and whether a write landed.
-
-        The building block of :meth:`set_inventory` and friends, and of reconcile.
-        """
-        write = FieldWrite(
-            self._transport,
-            self.cache,
-            kind,
-            validate_uuid(uuid, "uuid"),
-            compute,
-            idempotent=idempotent,
-            request_id=validate_request_id(global_request_id),
-            start=start,
-            start_read=start_read,
-            memory=self._contention,
-        )
-        try:
-            return run_attempts(write, self._retry), write.requests, write.wrote
-        except PlacementError:
-            self.cache.discard(write.uuid, kind)
-            raise
-
+    # -- one field change under the policy ------------------------------------------
     def _change(
         self,
         kind: type[Field],
@@ -683,14 +570,15 @@ class ProviderClient:
         idempotent: bool,
         request_id: str | None,
     ) -> Field:
-        return self.change(
-            kind, uuid, compute, idempotent=idempotent, global_request_id=request_id
+        return self._ops.change(
+            kind,
+            validate_uuid(uuid, "uuid"),
+            compute,
+            idempotent=idempotent,
+            global_request_id=validate_request_id(request_id),
         )[0]
 
-    def read(self, kind: type[Field], uuid: str, request_id: str | None = None) -> Field:
-        """Read one field of a provider (and cache it)."""
-        state = read_field(
-            self._transport, kind, validate_uuid(uuid, "uuid"), validate_request_id(request_id)
+    def _read(self, kind: type[Field], uuid: str, request_id: str | None) -> Field:
+        return self._gateway.read_field(
+            kind, validate_uuid(uuid, "uuid"), validate_request_id(request_id)
         )
-        self.cache.put(state)
-        return state

@@ -22,20 +22,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reportclient._engine.consumer_cache import ConsumerCache
 from reportclient._engine.consumer_write import (
     DEFAULT_CONSUMER_TYPE,
     Kind,
-    Reader,
     Sent,
     check_release,
     consumer_evidence,
-    written_state,
 )
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient._engine.wire import Wire
+from reportclient._gateway.gateway import Gateway
 from reportclient._model.consumers import AllocationWrite, ConsumerAllocations, already_holds
 from reportclient._model.microversions import CONSUMER_TYPE_VERSION
 from reportclient._model.validation import is_valid_name
@@ -106,9 +103,7 @@ class BatchWrite(
 
     def __init__(
         self,
-        transport: Wire,
-        cache: ConsumerCache,
-        read: Reader,
+        gateway: Gateway,
         parts: Sequence[Part],
         plan: Plan,
         *,
@@ -121,9 +116,7 @@ class BatchWrite(
     ) -> None:
         super().__init__(idempotent=idempotent or by_content, memory=memory)
         self._default_type = default_type
-        self._transport = transport
-        self._cache = cache
-        self._reader = read
+        self._gateway = gateway
         self._parts = {part.consumer: part for part in parts}
         self._compute = plan
         self._overwrite = overwrite
@@ -132,7 +125,7 @@ class BatchWrite(
         self._known: dict[str, Mapping[str, Mapping[str, int]]] = {}
         for part in parts:
             if part.kind is Kind.CLAIM:
-                found = self._cache.get(part.consumer)
+                found = self._gateway.consumer_known(part.consumer)
                 known = found.allocations if found is not None and found.exists else {}
                 self._known[part.consumer] = part.expected if part.expected is not None else known
         self._hints: dict[str, int] = {}
@@ -145,18 +138,8 @@ class BatchWrite(
         return "consumers " + ", ".join(self._parts)
 
     def read(self) -> dict[str, ConsumerAllocations]:
-        """Read every consumer, trusting a conflict's "expected N" over an empty GET."""
-        states = {}
-        for consumer in self._parts:
-            state = self._reader(consumer, self._request_id)
-            hint = self._hints.get(consumer)
-            if hint is not None and not state.exists and not state.allocations:
-                # Placement's invisible generation-0 record (README, "Placement
-                # behaviour worth knowing"): only a conflict's detail shows it.
-                state = dataclasses.replace(state, generation=hint)
-            states[consumer] = state
-        self._hints.clear()
-        return states
+        """Read every consumer, as Placement returns it."""
+        return {c: self._gateway.read_consumer(c, self._request_id) for c in self._parts}
 
     def plan(
         self, states: dict[str, ConsumerAllocations], fresh: bool
@@ -171,6 +154,9 @@ class BatchWrite(
                     consumer_uuid=consumer,
                 )
         desired = {c: _plain(a) for c, a in self._compute(_copies(states)).items()}
+        # A conflict's "expected N" serves the attempt right after it, once.
+        hints, self._hints = self._hints, {}
+        guessed = False
         writes = []
         changed = False
         for consumer, part in self._parts.items():
@@ -185,11 +171,22 @@ class BatchWrite(
             owner = self._owner(part, states)
             changed = changed or not already_holds(state, wanted, owner, part.ctype)
             ctype = part.ctype or self._type(part, states)
-            write = AllocationWrite(consumer, wanted, state.generation, *owner, ctype)
-            writes.append(Sent(write, state.allocations, state.consumer_type))
+            generation = state.generation
+            hint = hints.get(consumer)
+            if hint is not None and fresh and not state.exists and wanted:
+                # Placement's invisible generation-0 record (README, "Placement
+                # behaviour worth knowing"): only a conflict's detail shows it.
+                # Evidence for this write's generation, never a state.
+                generation, guessed = hint, True
+            write = AllocationWrite(consumer, wanted, generation, *owner, ctype)
+            writes.append(Sent(write, state.allocations, state.consumer_type, guessed))
         # A consumer that already holds its share still goes into the POST with
         # its generation: all or nothing must check every premise at once.
         return tuple(writes) if changed else Done(states)
+
+    def premise_read(self, post: Post) -> bool:
+        """False when a generation in the POST came from a conflict's detail."""
+        return not any(sent.guessed for sent in post)
 
     def _check_premise(self, state: ConsumerAllocations, wanted: Mapping[str, Any]) -> None:
         if self._overwrite or not state.allocations or state.allocations == wanted:
@@ -197,7 +194,7 @@ class BatchWrite(
         known = self._known.get(state.consumer_uuid, {})
         if state.allocations == known:
             return
-        self._cache.discard(state.consumer_uuid)
+        self._gateway.forget_consumer(state.consumer_uuid)
         raise ConsumerChanged(
             f"the consumer holds {dict(state.allocations)} at generation {state.generation}, "
             f"where the caller expected {dict(known) or 'nothing'}; nothing was written",
@@ -231,36 +228,13 @@ class BatchWrite(
 
     def send(self, post: Post) -> dict[str, ConsumerAllocations]:
         """POST every write; every consumer's state afterwards."""
-        send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
-        body: dict[str, Any] = {}
-        for sent in post:
-            write = sent.write
-            part: dict[str, Any] = {
-                "allocations": {rp: {"resources": dict(r)} for rp, r in write.allocations.items()},
-                "consumer_generation": write.consumer_generation,
-                "project_id": write.project_id,
-                "user_id": write.user_id,
-            }
-            if send_type and write.consumer_type is not None:
-                part["consumer_type"] = write.consumer_type
-            body[write.consumer_uuid] = part
-        ticket = self._cache.ticket()
-        self._transport.request(
-            "POST", "/allocations", json=body, global_request_id=self._request_id
+        send_type = self._gateway.supports(CONSUMER_TYPE_VERSION)
+        return self._gateway.post_allocations(
+            [(sent.write, sent.premise_type) for sent in post],
+            self._parts,
+            send_type=send_type,
+            request_id=self._request_id,
         )
-        by_consumer = {sent.write.consumer_uuid: sent for sent in post}
-        result = {}
-        for consumer in self._parts:
-            sent_part = by_consumer.get(consumer)
-            if sent_part is None:
-                new = ConsumerAllocations.missing(consumer)
-            else:
-                # A POST writes at 1.28+ without a type unless one is sent.
-                kept = sent_part.premise_type if send_type else None
-                new = written_state(sent_part.write, send_type, kept)
-            self._cache.put(new, sent=ticket)
-            result[consumer] = new
-        return result
 
     def conflicted(self, post: Post, exc: GenerationConflict) -> None:
         """Forget every consumer; keep "expected N" when it can only be about one of them."""
@@ -271,13 +245,11 @@ class BatchWrite(
             new = [s.write.consumer_uuid for s in post if s.write.consumer_generation is None]
             if len(new) == 1:
                 self._hints[new[0]] = exc.server_generation
-        for consumer in self._parts:
-            self._cache.discard(consumer)
 
     def forget(self) -> None:
-        """The lost POST may have changed every consumer in it."""
+        """A POST of ours may still land: every consumer in it is in doubt."""
         for consumer in self._parts:
-            self._cache.discard(consumer)
+            self._gateway.forget_consumer(consumer)
 
     def evidence(self, post: Post, states: dict[str, ConsumerAllocations]) -> Iterator[Evidence]:
         """Each consumer's part of the fate rule."""
@@ -298,7 +270,7 @@ class BatchWrite(
                 return None
         if open_write:
             for state in states.values():
-                self._cache.put(state, trusted=False)
+                self._gateway.keep_known(state)
         return dict(states)
 
     def unknown(
@@ -318,7 +290,7 @@ class BatchWrite(
             states=states,
             lost=lost,
             method="POST",
-            url="/allocations",
+            url=lost.url if lost is not None else None,
         )
 
 

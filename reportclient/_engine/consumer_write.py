@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from reportclient._engine.consumer_cache import ConsumerCache
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient._engine.wire import Wire
+from reportclient._gateway.gateway import Gateway
 from reportclient._model.consumers import AllocationWrite, ConsumerAllocations, already_holds
-from reportclient._model.microversions import CONSUMER_TYPE_VERSION, LEAN_VERSION, MAPPINGS_VERSION
+from reportclient._model.microversions import CONSUMER_TYPE_VERSION, Microversion
 from reportclient._model.mutators import Mutator
 from reportclient._model.validation import normalize_allocations
 from reportclient.errors import (
@@ -44,10 +42,7 @@ from reportclient.errors import (
     PlacementError,
 )
 
-__all__ = ["DEFAULT_CONSUMER_TYPE", "ConsumerWrite", "Kind", "Reader", "put_write"]
-
-#: Reads a consumer from Placement (and refreshes the cache).
-Reader = Callable[[str, str | None], ConsumerAllocations]
+__all__ = ["DEFAULT_CONSUMER_TYPE", "ConsumerWrite", "Kind", "check_release", "consumer_evidence"]
 
 #: The type a write gives a consumer it creates when the caller names none
 #: (a client's ``default_consumer_type`` overrides it).
@@ -73,6 +68,8 @@ class Sent:
     premise: Mapping[str, Mapping[str, int]]
     #: The consumer's type as read (None: not read); an acknowledged write keeps it.
     premise_type: str | None = None
+    #: The generation carried came from a conflict's "expected N", not from a read.
+    guessed: bool = False
 
 
 class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]):
@@ -94,9 +91,7 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
 
     def __init__(
         self,
-        transport: Wire,
-        cache: ConsumerCache,
-        read: Reader,
+        gateway: Gateway,
         consumer: str,
         mutate: Mutator | dict[str, dict[str, int]],
         *,
@@ -109,12 +104,12 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         mappings: Mapping[str, Sequence[str]] | None = None,
         memory: ContentionMemory | None = None,
         default_type: str = DEFAULT_CONSUMER_TYPE,
+        read_at_most: Microversion | None = None,
     ) -> None:
         super().__init__(idempotent=idempotent, memory=memory)
         self._default_type = default_type
-        self._transport = transport
-        self._cache = cache
-        self._reader = read
+        self._gateway = gateway
+        self._read_at_most = read_at_most
         self.consumer = consumer
         self._mutate = mutate
         self._kind = kind
@@ -145,20 +140,12 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
 
     # -- read ----------------------------------------------------------------
     def read(self) -> ConsumerAllocations:
-        """Read the consumer, trusting a conflict's "expected N" over an empty GET.
-
-        Placement keeps a generation for a consumer that was written empty
-        while it did not exist, yet GET shows that consumer as missing; only
-        the conflict's detail reveals the generation it expects.
-        """
-        state = self._reader(self.consumer, self._request_id)
-        if self._hint is not None and not state.exists and not state.allocations:
-            state = dataclasses.replace(state, generation=self._hint)
-        return state
+        """Read the consumer: the state as Placement returned it, nothing added."""
+        return self._gateway.read_consumer(self.consumer, self._request_id, self._read_at_most)
 
     def start(self) -> tuple[ConsumerAllocations, bool]:
         """The cached state if trusted, the guess "new" for a claim, else a read."""
-        found = self._cache.lookup(self.consumer)
+        found = self._gateway.consumer_entry(self.consumer)
         if not self._known_taken:
             self._known = found[0] if found is not None and found[0].exists else None
             self._known_taken = True
@@ -177,7 +164,9 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         """The write to send from ``current``, or the result when nothing is to be written."""
         # Negotiated once per client, before anything that could write: a
         # failed GET / proves nothing was written.
-        self._send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
+        self._send_type = self._gateway.supports(CONSUMER_TYPE_VERSION)
+        # A conflict's "expected N" serves the attempt right after it, once.
+        hint, self._hint = self._hint, None
         if self._kind is Kind.UPDATE and not current.exists:
             raise ConsumerGone(
                 "the consumer does not exist; updates never create one (claim does)",
@@ -209,8 +198,17 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         ctype = self._ctype
         if ctype is None and not current.allocations and desired:
             ctype = self._default_type
-        write = AllocationWrite(self.consumer, desired, current.generation, *owner, ctype)
-        return Sent(write, current.allocations, current.consumer_type)
+        generation, guessed = current.generation, False
+        if hint is not None and fresh and not current.exists and desired:
+            # Placement keeps a generation for a consumer written empty while
+            # it did not exist, yet GET shows it missing; only the conflict
+            # said which. It is evidence for this write's generation, never
+            # a state: mutate saw the consumer missing, as read. Should the
+            # record be gone since, this write collides on a guess, which is
+            # retried at once, not waited on as contention.
+            generation, guessed = hint, True
+        write = AllocationWrite(self.consumer, desired, generation, *owner, ctype)
+        return Sent(write, current.allocations, current.consumer_type, guessed)
 
     def _check_claim(self, state: ConsumerAllocations, desired: dict[str, dict[str, int]]) -> None:
         """Refuse a claim that would replace allocations this client never saw."""
@@ -225,9 +223,9 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         # knew: a caller retrying blindly would then overwrite it. Reading it
         # with get_allocations() (or overwrite=True) is how a caller says so.
         if known is None:
-            self._cache.discard(self.consumer)
+            self._gateway.forget_consumer(self.consumer)
         else:
-            self._cache.put(known, trusted=False)
+            self._gateway.keep_known(known)
         raise ConsumerChanged(
             f"another writer changed the consumer: it holds {_describe(state)}, "
             f"where this client knew {_describe(known)}; nothing was overwritten",
@@ -245,9 +243,7 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
     # -- send ----------------------------------------------------------------
     def send(self, sent: Sent) -> ConsumerAllocations:
         """PUT the write; the state it makes (the consumer's type stays unless one is sent)."""
-        return put_write(
-            self._transport,
-            self._cache,
+        return self._gateway.put_consumer(
             sent.write,
             send_type=self._send_type,
             kept_type=sent.premise_type,
@@ -255,9 +251,15 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
             request_id=self._request_id,
         )
 
+    def premise_read(self, sent: Sent) -> bool:
+        """False for a write whose generation came from a conflict's detail, not a read."""
+        return not sent.guessed
+
     def conflicted(self, sent: Sent, exc: GenerationConflict) -> None:
-        """A stale generation: forget the entry, keep the server's "expected N"."""
-        self._cache.discard(self.consumer)
+        """A stale generation: keep the server's "expected N" for the next attempt only.
+
+        The gateway has already forgotten the consumer.
+        """
         self._hint = exc.server_generation
         self._about_consumer = exc.consumer_conflict or exc.consumer_moved
 
@@ -294,10 +296,6 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
             return None
         return now - carried
 
-    def forget(self) -> None:
-        """The lost write may have changed the consumer: nothing cached is known."""
-        self._cache.discard(self.consumer)
-
     # -- settle --------------------------------------------------------------
     def evidence(self, sent: Sent, state: ConsumerAllocations) -> Iterator[Evidence]:
         """The consumer's part of the fate rule."""
@@ -317,7 +315,7 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         if open_write:
             # Right, but the open write may still land and move the
             # generation: never write from this state later.
-            self._cache.put(state, trusted=False)
+            self._gateway.keep_known(state)
         return state
 
     def unknown(self, sent: Sent, state: ConsumerAllocations | None, why: str) -> OutcomeUnknown:
@@ -332,58 +330,8 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
             state=state,
             lost=lost,
             method="PUT",
-            url=f"/allocations/{self.consumer}",
+            url=lost.url if lost is not None else None,
         )
-
-
-def put_write(
-    transport: Wire,
-    cache: ConsumerCache,
-    write: AllocationWrite,
-    *,
-    send_type: bool,
-    kept_type: str | None,
-    mappings: Mapping[str, Sequence[str]] | None,
-    request_id: str | None,
-) -> ConsumerAllocations:
-    """PUT one consumer's write, once; cache and return the state it made.
-
-    The one place a single consumer's PUT body is built, shared by
-    :class:`ConsumerWrite` and by the client's caller-supplied-generation
-    write (``PlacementClient.put_allocations``), which sends exactly one
-    write and settles nothing. A write without a type goes at
-    ``LEAN_VERSION`` so Placement keeps the consumer's own type.
-
-    :raises PlacementError: as the wire raises it; nothing is cached then.
-    """
-    body: dict[str, Any] = {
-        "allocations": {rp: {"resources": res} for rp, res in write.allocations.items()},
-        "consumer_generation": write.consumer_generation,
-        "project_id": write.project_id,
-        "user_id": write.user_id,
-    }
-    if send_type and write.consumer_type is not None:
-        body["consumer_type"] = write.consumer_type
-    if mappings and write.allocations and transport.supports(MAPPINGS_VERSION):
-        body["mappings"] = {group: list(rps) for group, rps in mappings.items()}
-    ticket = cache.ticket()
-    transport.request(
-        "PUT",
-        f"/allocations/{write.consumer_uuid}",
-        json=body,
-        consumer_uuid=write.consumer_uuid,
-        global_request_id=request_id,
-        at_most=(
-            None
-            if "consumer_type" in body
-            else MAPPINGS_VERSION
-            if "mappings" in body
-            else LEAN_VERSION
-        ),
-    )
-    new = written_state(write, send_type, kept_type)
-    cache.put(new, sent=ticket)
-    return new
 
 
 def check_release(state: ConsumerAllocations, seen: Mapping[str, Mapping[str, int]]) -> None:
@@ -425,27 +373,6 @@ def consumer_evidence(
         seen=seen,
         as_premised=state.allocations == premise,
         as_written=as_written,
-    )
-
-
-def written_state(
-    write: AllocationWrite, send_type: bool, kept_type: str | None
-) -> ConsumerAllocations:
-    """The state an acknowledged write made.
-
-    Placement answers 204 without a body; its generation rule is new
-    consumer -> 1, every write +1, and an empty write deletes the consumer.
-    A wrong guess costs a retry.
-    """
-    if not write.allocations:
-        return ConsumerAllocations.missing(write.consumer_uuid)
-    return ConsumerAllocations(
-        write.consumer_uuid,
-        {rp: dict(res) for rp, res in write.allocations.items()},
-        (write.consumer_generation or 0) + 1,
-        write.project_id,
-        write.user_id,
-        write.consumer_type if send_type and write.consumer_type else kept_type,
     )
 
 

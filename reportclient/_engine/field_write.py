@@ -26,29 +26,18 @@ from typing import Any, Generic, TypeVar
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient._engine.provider_cache import ProviderCache
-from reportclient._engine.wire import Wire
+from reportclient._gateway.gateway import Gateway
 from reportclient._model.providers import (
     ProviderAggregates,
     ProviderInventories,
     ProviderTraits,
     ProviderWrite,
 )
-from reportclient.errors import GenerationConflict, OutcomeUnknown
+from reportclient.errors import OutcomeUnknown
 
-__all__ = ["Field", "FieldWrite", "read_field"]
+__all__ = ["Field", "FieldWrite"]
 
 Field = TypeVar("Field", ProviderInventories, ProviderTraits, ProviderAggregates)
-
-
-def read_field(
-    transport: Wire, kind: type[Field], uuid: str, request_id: str | None = None
-) -> Field:
-    """``GET /resource_providers/{uuid}/{route}`` as a typed snapshot."""
-    reply = transport.request(
-        "GET", f"/resource_providers/{uuid}/{kind.ROUTE}", global_request_id=request_id
-    )
-    return kind.from_json(uuid, reply.body or {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +66,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
 
     def __init__(
         self,
-        transport: Wire,
-        cache: ProviderCache,
+        gateway: Gateway,
         kind: type[Field],
         uuid: str,
         compute: Callable[[Any], Any],
@@ -90,8 +78,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         memory: ContentionMemory | None = None,
     ) -> None:
         super().__init__(idempotent=idempotent, memory=memory)
-        self._transport = transport
-        self._cache = cache
+        self._gateway = gateway
         self._kind: type[Field] = kind
         self.uuid = uuid
         self._compute = compute
@@ -121,8 +108,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
     def read(self) -> Field:
         """Read the field (and cache it)."""
         self.requests += 1
-        state = read_field(self._transport, self._kind, self.uuid, self._request_id)
-        self._cache.put(state)
+        state = self._gateway.read_field(self._kind, self.uuid, self._request_id)
         self._cached = False
         return state
 
@@ -131,10 +117,10 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         if self._start_with is not None:
             start, self._start_with = self._start_with, None
             return start, self._start_read
-        cached = self._cache.trusted(self.uuid, self._kind)
-        if isinstance(cached, self._kind):
+        entry = self._gateway.trusted_field(self.uuid, self._kind)
+        if entry is not None and isinstance(entry[0], self._kind):
             self._cached = True
-            return cached, False
+            return entry[0], False
         return self.fresh(), True
 
     def plan(self, current: Field, fresh: bool) -> FieldSent[Field] | Done[Field]:
@@ -156,21 +142,9 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
     def send(self, sent: FieldSent[Field]) -> Field:
         """PUT the field with the generation it was computed from."""
         self.requests += 1
-        reply = self._transport.request(
-            "PUT",
-            f"/resource_providers/{self.uuid}/{sent.write.route}",
-            json=dict(sent.write.body),
-            global_request_id=self._request_id,
-        )
+        new = self._gateway.put_field(self._kind, sent.write, self._request_id)
         self.wrote = True
-        # Placement answers with the field and its new generation: no guess.
-        new = self._kind.from_json(self.uuid, reply.body or {})
-        self._cache.put(new)
         return new
-
-    def conflicted(self, sent: FieldSent[Field], exc: GenerationConflict) -> None:
-        """The snapshot was stale: forget it."""
-        self._cache.discard(self.uuid, self._kind)
 
     def look_after_conflict(self, sent: FieldSent[Field]) -> tuple[Field, bool] | None:
         """Re-read at once: a generation moved by allocations alone is no contention.
@@ -186,8 +160,8 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         return state, not state.holds(sent.premise.value)
 
     def forget(self) -> None:
-        """The lost write may have changed the field."""
-        self._cache.discard(self.uuid, self._kind)
+        """A write of ours may still land: the field is in doubt."""
+        self._gateway.forget_field(self.uuid, self._kind)
 
     def evidence(self, sent: FieldSent[Field], state: Field) -> Iterator[Evidence]:
         """The provider's part of the fate rule."""
@@ -215,5 +189,5 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
             state=state,
             lost=lost,
             method="PUT",
-            url=f"/resource_providers/{self.uuid}/{self._kind.ROUTE}",
+            url=lost.url if lost is not None else None,
         )

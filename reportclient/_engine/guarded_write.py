@@ -163,8 +163,17 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
     def unknown(self, sent: SentT, state: StateT | None, why: str) -> OutcomeUnknown:
         """The error for ``sent``, whose fate ``state`` (None: unread) cannot settle."""
 
+    def premise_read(self, sent: SentT) -> bool:
+        """Whether ``sent`` was computed wholly from what a read just returned.
+
+        False makes a conflict on it a wrong guess (retried at once), not
+        contention, even on an attempt that read: a consumer's generation
+        taken from a conflict's "expected N" is one.
+        """
+        return True
+
     def conflicted(self, sent: SentT, exc: GenerationConflict) -> None:
-        """Learn from a conflict (forget cached state, read hints in its detail)."""
+        """Learn from a conflict (read hints in its detail); the gateway forgot the subject."""
 
     def landed_since(self, sent: SentT, exc: GenerationConflict) -> int | None:
         """How many writes landed between ``sent``'s read and its conflict, if the conflict says."""
@@ -185,7 +194,11 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         return None
 
     def forget(self) -> None:
-        """Forget cached state after a lost answer: the write may have changed it."""
+        """The operation ends while a write of its own may still land: forget its subjects.
+
+        The gateway forgot them when the answer was lost; reads since then
+        stored what they saw, which that write may still change.
+        """
 
     # -- the skeleton ----------------------------------------------------------
     @property
@@ -227,6 +240,7 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         planned = self._plan(state, fresh)
         if isinstance(planned, Done):
             return planned.value
+        fresh = fresh and self.premise_read(planned)
         try:
             result = self.send(planned)
         except GenerationConflict as exc:
@@ -263,7 +277,6 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
                 raise  # nothing reached Placement; what we knew still holds
             self.pending.append(planned)
             self._lost = exc
-            self.forget()
             return self._after_lost_answer(exc)
         except PlacementError as exc:
             if self.pending:
@@ -375,10 +388,14 @@ def run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retryi
     a first attempt has failed. A policy that gives up while a write may
     still land ends in :class:`OutcomeUnknown`.
     """
-    if write.memory is None:
-        return _run_attempts(write, policy)
-    with write.memory.turns.turn(write.turn):  # a write of several subjects names None
-        return _run_attempts(write, policy)
+    try:
+        if write.memory is None:
+            return _run_attempts(write, policy)
+        with write.memory.turns.turn(write.turn):  # a write of several subjects names None
+            return _run_attempts(write, policy)
+    except OutcomeUnknown:
+        write.forget()
+        raise
 
 
 def _run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retrying) -> ResultT:
@@ -443,6 +460,7 @@ def _operation_policy(
     user_hook = policy.before_sleep
     user_wait = policy.wait
     user_stop = policy.stop
+    user_give_up = policy.retry_error_callback
     free = [0]  # untouched retries so far, not counted as attempts
 
     def routine(exc: BaseException | None) -> bool:
@@ -487,10 +505,28 @@ def _operation_policy(
         if user_hook is not None:
             user_hook(state)
 
+    def give_up(state: tenacity.RetryCallState) -> Any:
+        """The caller's callback, unless a write of ours may still land: then OutcomeUnknown.
+
+        A callback's value (nova-style ``lambda state: None``) would hide
+        the open write, and a callback's own exception would escape bare;
+        either way the caller must hear first that a write may land.
+        """
+        assert user_give_up is not None
+        exc = state.outcome.exception() if state.outcome else None
+        if not write.pending or not isinstance(exc, PlacementError):
+            return user_give_up(state)
+        try:
+            user_give_up(state)
+        except Exception as raised:
+            raise write.still_pending(exc) from raised
+        raise write.still_pending(exc) from exc
+
     return policy.copy(
         retry=tenacity.retry_if_exception(retriable),
         stop=stop,
         wait=wait,
         before_sleep=log_retry,
         reraise=True,
+        retry_error_callback=give_up if user_give_up is not None else None,
     )

@@ -17,7 +17,7 @@ Requests are saved without trusting anything unproven:
   known at the new one, and the next write needs no read;
 * a cached snapshot is used instead of a read only if the listing shows the
   provider at the snapshot's generation *and* the snapshot is within the
-  client's ``cache_ttl`` (see :mod:`reportclient._engine.provider_cache` for why the
+  client's ``cache_ttl`` (see :mod:`reportclient._gateway.provider_cache` for why the
   generation alone cannot prove it), its age counted from the request that
   proved it, never from a later reconcile that trusted or carried it;
 * custom resource classes and traits are ensured (``PUT``) only when a field
@@ -62,7 +62,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from reportclient._engine.field_write import Field
-from reportclient._engine.provider_cache import ProviderCache, Snapshot
+from reportclient._engine.provider_ops import FieldMemory
+from reportclient._gateway.provider_cache import Snapshot
 from reportclient._model.microversions import REPARENT_VERSION, Microversion
 from reportclient._model.provider_tree import (
     ProviderSpec,
@@ -104,7 +105,7 @@ class ProviderOps(Protocol):
     The engine depends on this, not on the client, so the layers point one way.
     """
 
-    cache: ProviderCache
+    cache: FieldMemory
 
     def supports(self, version: Microversion) -> bool: ...
 

@@ -16,15 +16,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from reportclient._engine.consumer_cache import ConsumerCache
-from reportclient._engine.consumer_write import consumer_evidence, written_state
+from reportclient._engine.consumer_write import consumer_evidence
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
-from reportclient._engine.field_write import read_field
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient._engine.provider_cache import ProviderCache
-from reportclient._engine.wire import Wire
-from reportclient._model.consumers import AllocationWrite, ConsumerAllocations
+from reportclient._gateway.gateway import Gateway
+from reportclient._model.consumers import AllocationWrite
 from reportclient._model.microversions import CONSUMER_TYPE_VERSION, RESHAPER_VERSION
 from reportclient._model.providers import ProviderInventories, ProviderWrite
 from reportclient._model.reshape import Reshape, ReshapeState, checked_target, target_holds
@@ -49,9 +46,7 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
 
     def __init__(
         self,
-        transport: Wire,
-        cache: ProviderCache,
-        consumer_cache: ConsumerCache,
+        gateway: Gateway,
         providers: Iterable[str],
         consumers: Iterable[str],
         compute: Callable[[ReshapeState], Reshape],
@@ -60,9 +55,7 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
         memory: ContentionMemory | None = None,
     ) -> None:
         super().__init__(idempotent=True, memory=memory)  # a target, not a delta
-        self._transport = transport
-        self._cache = cache
-        self._consumer_cache = consumer_cache
+        self._gateway = gateway
         self._providers = sorted({validate_uuid(u, "provider") for u in providers})
         self._consumers = sorted({validate_uuid(c) for c in consumers})
         self._compute = compute
@@ -75,25 +68,15 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
 
     def read(self) -> ReshapeState:
         """Read every named provider's inventories and consumer's allocations."""
-        if not self._transport.supports(RESHAPER_VERSION):
+        if not self._gateway.supports(RESHAPER_VERSION):
             raise MicroversionUnsupported(
                 "POST /reshaper needs microversion {}.{}".format(*RESHAPER_VERSION)
             )
-        inventories = {}
-        for rp in self._providers:
-            inventories[rp] = read_field(self._transport, ProviderInventories, rp, self._request_id)
-            self._cache.put(inventories[rp])
-        allocations = {}
-        for consumer in self._consumers:
-            ticket = self._consumer_cache.ticket()
-            reply = self._transport.request(
-                "GET",
-                f"/allocations/{consumer}",
-                consumer_uuid=consumer,
-                global_request_id=self._request_id,
-            )
-            allocations[consumer] = ConsumerAllocations.from_json(consumer, reply.body or {})
-            self._consumer_cache.put(allocations[consumer], sent=ticket)
+        gateway, request_id = self._gateway, self._request_id
+        inventories = {
+            rp: gateway.read_field(ProviderInventories, rp, request_id) for rp in self._providers
+        }
+        allocations = {c: gateway.read_consumer(c, request_id) for c in self._consumers}
         return ReshapeState(inventories, allocations)
 
     def plan(self, state: ReshapeState, fresh: bool) -> ReshapeSent | Done[Reshape]:
@@ -101,7 +84,7 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
         target = checked_target(self._compute(state), self._providers, self._consumers)
         if target_holds(state, target):
             return Done(target)
-        send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
+        send_type = self._gateway.supports(CONSUMER_TYPE_VERSION)
         inventories = {
             rp: state.inventories[rp].body(invs) for rp, invs in target.inventories.items()
         }
@@ -136,24 +119,22 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
 
     def send(self, sent: ReshapeSent) -> Reshape:
         """POST the reshape; the target, now held."""
-        ticket = self._consumer_cache.ticket()
-        self._transport.request(
-            "POST", "/reshaper", json=sent.body, global_request_id=self._request_id
+        self._gateway.reshape(
+            sent.body,
+            [(w, sent.premise.allocations[w.consumer_uuid].consumer_type) for w in sent.writes],
+            self._providers,
+            self._consumers,
+            send_type=self._gateway.supports(CONSUMER_TYPE_VERSION),
+            request_id=self._request_id,
         )
-        for rp in self._providers:
-            self._cache.discard(rp)
-        send_type = self._transport.supports(CONSUMER_TYPE_VERSION)
-        for write in sent.writes:
-            kept = sent.premise.allocations[write.consumer_uuid].consumer_type
-            self._consumer_cache.put(written_state(write, send_type, kept), sent=ticket)
         return sent.target
 
     def forget(self) -> None:
-        """The lost reshape may have changed every provider and consumer it names."""
+        """A reshape of ours may still land: every provider and consumer it names is in doubt."""
         for rp in self._providers:
-            self._cache.discard(rp)
+            self._gateway.forget_field(rp)
         for consumer in self._consumers:
-            self._consumer_cache.discard(consumer)
+            self._gateway.forget_consumer(consumer)
 
     def evidence(self, sent: ReshapeSent, state: ReshapeState) -> Iterator[Evidence]:
         """Each provider's inventories and each consumer's allocations, for the fate rule."""
@@ -186,5 +167,5 @@ class ReshapeWrite(GuardedWrite[ReshapeState, ReshapeSent, Reshape]):
             state=state,
             lost=lost,
             method="POST",
-            url="/reshaper",
+            url=lost.url if lost is not None else None,
         )

@@ -19,6 +19,7 @@ from reportclient.errors import InvalidInput
 __all__ = [
     "MAX_INT",
     "MAX_PROVIDER_NAME",
+    "is_uuid",
     "is_valid_name",
     "normalize_allocations",
     "validate_consumer_type",
@@ -48,6 +49,11 @@ MAX_INT = 2**31 - 1
 #: The longest provider name Placement accepts (``maxLength`` in its
 #: ``placement/schemas/resource_provider.py``, POST and PUT alike).
 MAX_PROVIDER_NAME = 200
+
+
+def is_uuid(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is a 36-character UUID string (any case)."""
+    return isinstance(value, str) and _UUID.fullmatch(value) is not None
 
 
 def validate_uuid(value: object, what: str = "consumer_uuid") -> str:

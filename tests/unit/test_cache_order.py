@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reportclient._engine import consumer_cache
-from reportclient._engine.consumer_cache import ConsumerCache
+from reportclient._gateway import consumer_cache
+from reportclient._gateway.consumer_cache import ConsumerCache
 from reportclient._model.consumers import ConsumerAllocations
 
 C = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -38,7 +38,7 @@ def test_an_overlapping_read_showing_a_later_generation_replaces_the_entry():
 def test_an_overlapping_answer_of_another_incarnation_leaves_the_entry():
     cache = ConsumerCache()
     read_sent = cache.ticket()
-    cache.put(at(None), sent=cache.ticket())  # our release: deleted
+    cache.put(at(None), sent=cache.ticket(), written=True)  # our release: deleted
     cache.put(at(4), sent=read_sent)  # a GET from before the release
     assert not cache.get(C).exists
 

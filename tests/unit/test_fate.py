@@ -159,7 +159,7 @@ def inventories(generation, **totals):
 
 def field_verdict(kind, premise, asked, read):
     sent = FieldSent(ProviderWrite(RP_UUID, kind.ROUTE, premise.generation, {}), premise, asked)
-    engine = FieldWrite(None, None, kind, RP_UUID, lambda v: v, idempotent=False)  # type: ignore[arg-type]
+    engine = FieldWrite(None, kind, RP_UUID, lambda v: v, idempotent=False)  # type: ignore[arg-type]
     return combine(fate(e) for e in engine.evidence(sent, read))
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import reportclient
-from reportclient._engine.consumer_cache import ConsumerCache
+from reportclient._gateway.consumer_cache import ConsumerCache
 from tests.unit.conftest import new_uuid
 
 RP1, RP2 = new_uuid(), new_uuid()
@@ -63,12 +63,12 @@ def test_cache_evicts_least_recently_used():
     assert cache.stats().evictions == 1
 
 
-def test_cache_discard_and_clear():
+def test_cache_forget_and_clear():
     cache = ConsumerCache(5)
     a, b = (reportclient.ConsumerAllocations(new_uuid(), {}, 1) for _ in range(2))
     cache.put(a)
     cache.put(b)
-    cache.discard(a.consumer_uuid)
+    cache.forget(a.consumer_uuid)
     assert cache.get(a.consumer_uuid) is None
     cache.clear()
     assert len(cache) == 0

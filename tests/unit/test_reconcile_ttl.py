@@ -7,7 +7,7 @@ import pytest
 import reportclient
 from reportclient import ProviderSpec
 from reportclient._clients.providers import ProviderClient
-from reportclient._engine.provider_cache import ProviderCache
+from reportclient._gateway.provider_cache import ProviderCache
 from reportclient._model.providers import ProviderAggregates, ProviderInventories, ProviderTraits
 from reportclient.fixture import FakeClock, FakePlacement, make_client
 from tests.unit.conftest import new_uuid
@@ -144,7 +144,7 @@ def test_a_trusted_snapshot_is_not_restamped_by_the_reconcile_that_trusted_it(
     providers.reconcile([node(rp)])
 
     for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
-        entry = providers.cache.entry(rp, kind)
+        entry = providers._ops.cache.entry(rp, kind)
         assert entry is not None and entry[1] == 0.0
 
 
@@ -161,8 +161,8 @@ def test_a_carried_snapshot_keeps_the_time_its_content_was_proven(
     report = providers.reconcile([node(rp, vcpus=32)])
 
     assert report.written == ((rp, "inventories"),)
-    inventories = providers.cache.entry(rp, ProviderInventories)
-    traits = providers.cache.entry(rp, ProviderTraits)
+    inventories = providers._ops.cache.entry(rp, ProviderInventories)
+    traits = providers._ops.cache.entry(rp, ProviderTraits)
     assert inventories is not None and traits is not None
     assert (inventories[0].generation, inventories[1]) == (report.generations[rp], 200.0)
     assert (traits[0].generation, traits[1]) == (report.generations[rp], 0.0)

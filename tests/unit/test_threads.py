@@ -8,7 +8,7 @@ import threading
 import requests_mock
 
 import reportclient
-from reportclient._engine.consumer_cache import ConsumerCache
+from reportclient._gateway.consumer_cache import ConsumerCache
 from tests.unit.conftest import NO_CONTENT, PROJECT, URL, USER, allocations_body, new_uuid
 
 THREADS = 8

@@ -24,15 +24,19 @@ The cache never goes back in time for a consumer. Threads sharing a client
 overlap their requests, so an answer can be processed after the answer of
 a request sent later (a slow GET after the same client's newer write). Each
 request takes a *ticket* from one counter before it is sent, and the cache
-notes the counter value when it stores an entry: a state whose request was
-sent before the stored entry arrived overlapped it, and replaces it only
-when both exist and it shows a higher generation (within one consumer's
-life generations only grow; across a delete nothing orders the two, and the
-entry already stored stays). Only overlapping requests race, and they are
+notes the counter value when it stores or forgets an entry; what an answer
+that overlapped the stored entry does is the one ordering rule of
+:mod:`reportclient._gateway.ordering` (the same answer: kept; a different
+one, or one overlapping a forget: kept *in doubt*, never trusted, so the
+next operation reads). Only overlapping requests race, and they are
 recent, so store times are kept for the latest 4,096 puts only (a bounded
 half megabyte, not an int per entry); an older entry counts as stored at
 that window's edge, which can only make a late answer look overlapping,
 never newer than it is.
+
+Only the gateway (:mod:`reportclient._gateway.gateway`) calls :meth:`put`,
+:meth:`forget` and :meth:`clear`: every answer, and every lost answer,
+reaches the cache on one path.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reportclient._gateway.ordering import Order, Version, order
 from reportclient._model.consumers import ConsumerAllocations
 
 __all__ = ["DEFAULT_CACHE_SIZE", "DEFAULT_CACHE_TTL", "CacheStats", "ConsumerCache"]
@@ -158,7 +163,7 @@ class ConsumerCache:
         self._tickets = itertools.count(1)
         # When each of the most recent puts was stored; every older put was
         # stored before ``_horizon``.
-        self._recent: dict[str, int] = {}
+        self._recent: dict[str, tuple[int, bool]] = {}
         self._horizon = 0
 
     def __len__(self) -> int:
@@ -209,39 +214,53 @@ class ConsumerCache:
         return next(self._tickets)
 
     def put(
-        self, state: ConsumerAllocations, *, trusted: bool = True, sent: int | None = None
+        self,
+        state: ConsumerAllocations,
+        *,
+        trusted: bool = True,
+        sent: int | None = None,
+        written: bool = False,
     ) -> None:
-        """Remember ``state`` as the consumer's latest, unless a newer one is already known.
+        """Remember ``state`` as the consumer's latest, by the ordering rule.
 
         :param trusted: False keeps it only as what the client knew, never
             to be written from, whatever its age.
         :param sent: the :meth:`ticket` taken before the request that
             produced ``state``; None for a state known as of now.
+        :param written: ``state`` is what this client's own acknowledged
+            write made (kept over a read it overlapped).
         """
         if not self._maxsize:
             return
         with self._lock:
             consumer = state.consumer_uuid
             old = self._entries.get(consumer)
-            # An entry stored before the recent window was stored before the
-            # horizon: taking the horizon errs towards "overlapped".
-            if (
-                sent is not None
-                and old is not None
-                and sent < self._recent.get(consumer, self._horizon)
-            ):
-                # Sent before the stored entry arrived: the two overlapped.
-                old_generation = old[1]
-                if (
-                    state.generation is None
-                    or old_generation is None
-                    or state.generation <= old_generation  # type: ignore[operator]
-                ):
-                    return
-            self._remember(consumer)
-            entry = _encode(state, self._stamp(trusted))
-            self._entries.pop(state.consumer_uuid, None)
-            self._entries[state.consumer_uuid] = entry
+            verdict = Order.REPLACE
+            if sent is not None:
+                # An entry stored before the recent window was stored before the
+                # horizon: taking the horizon errs towards "overlapped".
+                stored, mine = self._recent.get(consumer, (self._horizon, False))
+                if sent < stored:
+                    known = None if old is None else _decode(consumer, old)
+                    verdict = order(
+                        overlapped=True,
+                        old=None
+                        if known is None
+                        else Version(known.exists, known.generation, mine),
+                        new=Version(state.exists, state.generation, written),
+                        same=known == state,
+                    )
+            if verdict is Order.KEEP:
+                return
+            self._remember(consumer, written if verdict is not Order.DOUBT_OLD else mine)
+            if verdict is Order.DOUBT_OLD:
+                assert old is not None  # order() keeps nothing that is not there
+                entry = (None, *old[1:])
+            else:
+                stamp = self._stamp(trusted) if verdict is Order.REPLACE else None
+                entry = _encode(state, stamp)
+            self._entries.pop(consumer, None)
+            self._entries[consumer] = entry
             if len(self._entries) > self._maxsize:
                 excess = len(self._entries) - self._maxsize
                 oldest = list(itertools.islice(self._entries, max(excess, self._batch)))
@@ -249,26 +268,35 @@ class ConsumerCache:
                     del self._entries[key]
                 self._evictions += len(oldest)
 
-    def _remember(self, consumer: str) -> None:
-        """Note when ``consumer``'s entry is stored (under the lock)."""
+    def _remember(self, consumer: str, written: bool = False) -> None:
+        """Note when ``consumer``'s entry is stored, and whether by our own write (locked)."""
         self._recent.pop(consumer, None)
-        self._recent[consumer] = next(self._tickets)
+        self._recent[consumer] = (next(self._tickets), written)
         if len(self._recent) > _RECENT + _RECENT // 4:
             # Trimmed in batches and rebuilt, for the reason the entries are
             # evicted in batches (see _EVICT_SHARE).
             kept = list(self._recent.items())
-            self._horizon = kept[-_RECENT - 1][1]
+            self._horizon = kept[-_RECENT - 1][1][0]
             self._recent = dict(kept[-_RECENT:])
 
-    def discard(self, consumer_uuid: str) -> None:
-        """Forget a consumer, e.g. when its state is no longer known."""
+    def forget(self, consumer_uuid: str) -> None:
+        """Forget a consumer whose state is no longer known (a lost answer, a conflict).
+
+        The forget counts as an answer of unknown content: an answer whose
+        request was sent before it and arrives after it is kept in doubt.
+        """
+        if not self._maxsize:
+            return
         with self._lock:
             self._entries.pop(consumer_uuid, None)
+            self._remember(consumer_uuid)
 
     def clear(self) -> None:
-        """Forget every consumer."""
+        """Forget every consumer; answers in flight now arrive in doubt."""
         with self._lock:
             self._entries.clear()
+            self._recent.clear()
+            self._horizon = next(self._tickets)
 
     def stats(self) -> CacheStats:
         """A snapshot of the counters."""

@@ -24,21 +24,33 @@ keeps its first ``taken_at``. Otherwise an agent reconciling more often
 than ``ttl`` would renew its first read forever and the ttl would bound
 nothing.
 
+Overlapping answers follow the consumers' ordering rule
+(:mod:`reportclient._gateway.ordering`): each request takes a ticket before
+it is sent, and an answer that was in flight when a different one for the
+same field was stored (or when the provider was forgotten, after a DELETE,
+a lost answer or a raw write) is kept *in doubt*: shown by :meth:`get`,
+never returned by :meth:`entry` or :meth:`trusted`, so the next write and
+the next reconcile read the field. Only the gateway writes here.
+
 One lock, one dict: provider counts are in the thousands, not the
 consumers' hundreds of thousands, so no LRU bound is worth its bookkeeping.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
 
+from reportclient._gateway.ordering import Order, Version, order
 from reportclient._model.providers import ProviderAggregates, ProviderInventories, ProviderTraits
 
-__all__ = ["ProviderCache", "Snapshot"]
+__all__ = ["FIELDS", "ProviderCache", "Snapshot"]
 
 Snapshot = ProviderInventories | ProviderTraits | ProviderAggregates
+#: Every field a provider cache entry can hold, by route.
+FIELDS = ("inventories", "traits", "aggregates")
 
 
 class ProviderCache:
@@ -54,13 +66,32 @@ class ProviderCache:
         self._ttl = ttl
         self._clock = clock
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str], tuple[Snapshot, float]] = {}
+        # (uuid, route) -> (snapshot, taken_at, in doubt)
+        self._entries: dict[tuple[str, str], tuple[Snapshot, float, bool]] = {}
+        self._tickets = itertools.count(1)
+        # When each field was last stored or forgotten (a ticket), and
+        # whether what was stored answered this client's own write.
+        self._stored: dict[tuple[str, str], tuple[int, bool]] = {}
+        # Every answer sent before this was sent before a clear().
+        self._floor = 0
 
-    def put(self, snapshot: Snapshot, taken_at: float | None = None) -> None:
+    def ticket(self) -> int:
+        """A ticket to take just before sending a request whose answer will be :meth:`put`."""
+        return next(self._tickets)
+
+    def put(
+        self,
+        snapshot: Snapshot,
+        taken_at: float | None = None,
+        *,
+        sent: int | None = None,
+        written: bool = False,
+    ) -> None:
         """Remember ``snapshot`` as the latest seen, produced at ``taken_at`` (default: now).
 
         Not "the highest generation wins": a provider re-created under the
-        same uuid starts again at 0, and what was just seen is the truth.
+        same uuid starts again at 0. An answer that overlapped a different
+        stored one is kept in doubt (the ordering rule).
 
         :param taken_at: when the read or write that proved this content
             happened, on this cache's clock. A snapshot carried to a new
@@ -68,20 +99,50 @@ class ProviderCache:
             proven when it was first read, not when it was carried: passing
             that time keeps its age, so ``ttl`` still bounds how long a
             content never re-read is trusted.
+        :param sent: the :meth:`ticket` taken before the request that
+            produced it; None for a snapshot known as of now.
+        :param written: the answer to this client's own write (kept over a
+            read it overlapped).
         """
         at = self._clock() if taken_at is None else taken_at
+        key = (snapshot.uuid, snapshot.ROUTE)
         with self._lock:
-            self._entries[(snapshot.uuid, snapshot.ROUTE)] = (snapshot, at)
+            old = self._entries.get(key)
+            verdict = Order.REPLACE
+            stored, mine = self._stored.get(key, (self._floor, False))
+            if sent is not None and sent < stored:
+                before = None if old is None else old[0]
+                verdict = order(
+                    overlapped=True,
+                    old=None if before is None else Version(True, before.generation, mine),
+                    new=Version(True, snapshot.generation, written),
+                    same=before is not None and before.holds(snapshot.value),  # type: ignore[arg-type]
+                )
+            if verdict is Order.KEEP:
+                return
+            self._stored[key] = (
+                next(self._tickets),
+                mine if verdict is Order.DOUBT_OLD else written,
+            )
+            if verdict is Order.DOUBT_OLD:
+                assert old is not None
+                self._entries[key] = (old[0], old[1], True)
+            else:
+                self._entries[key] = (snapshot, at, verdict is not Order.REPLACE)
 
     def get(self, uuid: str, kind: type[Snapshot]) -> Snapshot | None:
-        """The last snapshot of the field, however old (for inspection)."""
-        entry = self.entry(uuid, kind)
-        return entry[0] if entry is not None else None
+        """The last snapshot of the field, however old, in doubt or not (for inspection)."""
+        with self._lock:
+            found = self._entries.get((uuid, kind.ROUTE))
+        return found[0] if found is not None else None
 
     def entry(self, uuid: str, kind: type[Snapshot]) -> tuple[Snapshot, float] | None:
-        """The last snapshot of the field and when it was taken, however old."""
+        """The last snapshot of the field and when it was taken, however old; None in doubt."""
         with self._lock:
-            return self._entries.get((uuid, kind.ROUTE))
+            found = self._entries.get((uuid, kind.ROUTE))
+        if found is None or found[2]:
+            return None
+        return found[0], found[1]
 
     def trusted(
         self, uuid: str, kind: type[Snapshot], generation: int | None = None
@@ -101,8 +162,16 @@ class ProviderCache:
             return None
         return entry
 
-    def discard(self, uuid: str, kind: type[Snapshot] | None = None) -> None:
-        """Forget one field of a provider, or all of them."""
+    def forget(self, uuid: str, kind: type[Snapshot] | None = None) -> None:
+        """Forget one field of a provider, or all of them; answers in flight arrive in doubt."""
         with self._lock:
-            for route in (kind.ROUTE,) if kind else ("inventories", "traits", "aggregates"):
+            for route in (kind.ROUTE,) if kind else FIELDS:
                 self._entries.pop((uuid, route), None)
+                self._stored[(uuid, route)] = (next(self._tickets), False)
+
+    def clear(self) -> None:
+        """Forget every provider; answers in flight now arrive in doubt."""
+        with self._lock:
+            self._entries.clear()
+            self._stored.clear()
+            self._floor = next(self._tickets)

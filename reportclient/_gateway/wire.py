@@ -1,12 +1,13 @@
-"""The seam between the engine and the wire: what the engine needs of a transport.
+"""The seam between the gateway and the wire: what the gateway needs of a transport.
 
-The engine sends requests and asks which microversion is in use; it never
+The gateway sends requests and asks which microversion is in use; it never
 sees HTTP, keystoneauth1 or requests. :class:`reportclient._wire.transport.Transport`
 is the implementation; tests may give the engine anything with this shape.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from reportclient._model.microversions import Microversion
@@ -15,10 +16,19 @@ __all__ = ["Answer", "Wire"]
 
 
 class Answer(Protocol):
-    """A successful answer: its JSON body (None when it had none)."""
+    """A successful answer: its status and JSON body (None when it had none)."""
+
+    @property
+    def status(self) -> int: ...
 
     @property
     def body(self) -> Any: ...
+
+    @property
+    def request_id(self) -> str | None: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
 
 
 class Wire(Protocol):
@@ -44,4 +54,15 @@ class Wire(Protocol):
         consumer_uuid: str | None = None,
         global_request_id: str | None = None,
         at_most: Microversion | None = None,
+    ) -> Answer: ...
+
+    def send_raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        version: Microversion | None = None,
+        global_request_id: str | None = None,
+        timeout: tuple[float, float] | None = None,
     ) -> Answer: ...
