@@ -8,7 +8,7 @@ consumer, recomputing the allocations and writing again.
 
 from reportclient._clients.placement import PlacementClient
 from reportclient._clients.providers import ProviderClient
-from reportclient._gateway.consumer_cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
+from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
 from reportclient._model.candidate_results import (
     AllocationCandidates,
     AllocationRequest,

@@ -28,7 +28,7 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
 from reportclient._clients.placement import PlacementClient
-from reportclient.errors import GenerationConflict, PlacementError
+from reportclient.errors import GenerationConflict
 from reportclient.retry import NO_RETRY
 
 __all__ = ["Backend", "run_demo"]
@@ -188,25 +188,10 @@ def _client(
     return PlacementClient(adapter, retry=retry, cache_ttl=cache_ttl), adapter
 
 
-def _create_compute_node(adapter: ks_adapter.Adapter) -> str:
+def _create_compute_node(client: PlacementClient) -> str:
     rp = str(uuid.uuid4())
-    headers = {"OpenStack-API-Version": "placement 1.39"}
-    resp = adapter.post(
-        "/resource_providers",
-        json={"name": f"demo-compute-{rp[:8]}", "uuid": rp},
-        headers=headers,
-        raise_exc=False,
-    )
-    if resp.status_code != 200:
-        raise PlacementError(f"could not create the demo provider: {resp.status_code} {resp.text}")
-    resp = adapter.put(
-        f"/resource_providers/{rp}/inventories",
-        json={"resource_provider_generation": 0, "inventories": INVENTORY},
-        headers=headers,
-        raise_exc=False,
-    )
-    if resp.status_code != 200:
-        raise PlacementError(f"could not set demo inventory: {resp.status_code} {resp.text}")
+    client.providers.create_provider(f"demo-compute-{rp[:8]}", uuid=rp)
+    client.providers.set_inventories(rp, INVENTORY)
     return rp
 
 
@@ -254,9 +239,9 @@ def run_demo(
     narrator = Narrator(out or sys.stdout)
     with open_backend(kind, url, token) as backend:
         narrator.say(f"reportclient demo: the shelve race against {backend.name}")
-        setup, setup_adapter = _client(backend, narrator, "setup", None)
+        setup, _adapter = _client(backend, narrator, "setup", None)
         narrator.say(f"  negotiated microversion {setup.microversion}")
-        compute_node = _create_compute_node(setup_adapter)
+        compute_node = _create_compute_node(setup)
         narrator.say()
         narrator.say("With reportclient (default retry policy):")
         recovered = _story(backend, narrator, None, compute_node)

@@ -57,7 +57,7 @@ from keystoneauth1 import session as ks_session
 
 from reportclient._clients.placement import PlacementClient
 from reportclient._engine.consumer_write import DEFAULT_CONSUMER_TYPE
-from reportclient._gateway.consumer_cache import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL
+from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL
 from reportclient._wire.transport import (
     DEFAULT_POOL_SIZE,
     DEFAULT_TIMEOUT,

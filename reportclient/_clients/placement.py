@@ -32,14 +32,12 @@ from reportclient._engine.consumer_write import (
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.guarded_write import run_attempts
 from reportclient._engine.moves import WriteSpec, plan_many, plan_move
-from reportclient._gateway.consumer_cache import (
+from reportclient._gateway.gateway import (
     DEFAULT_CACHE_SIZE,
     DEFAULT_CACHE_TTL,
     CacheStats,
-    ConsumerCache,
+    Gateway,
 )
-from reportclient._gateway.gateway import Gateway
-from reportclient._gateway.provider_cache import ProviderCache
 from reportclient._model.candidate_results import AllocationCandidates, AllocationRequest
 from reportclient._model.candidates import CandidatesQuery
 from reportclient._model.consumers import Allocations, AllocationWrite, ConsumerAllocations
@@ -127,12 +125,13 @@ class PlacementClient:
         self._transport = Transport(
             adapter, microversion=microversion, global_request_id=global_request_id, timeout=timeout
         )
+        # Every request below goes through the gateway, the only writer of both caches.
         try:
-            consumers = ConsumerCache(cache_size, cache_ttl, clock)
+            self._gateway = Gateway.build(
+                self._transport, cache_size=cache_size, cache_ttl=cache_ttl, clock=clock
+            )
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        # Every request below goes through the gateway, the only writer of both caches.
-        self._gateway = Gateway(self._transport, consumers, ProviderCache(cache_ttl, clock))
         self._retry = _policy(retry) if retry is not None else default_retry()
         self._contention = ContentionMemory(clock)
         self._providers = ProviderClient(

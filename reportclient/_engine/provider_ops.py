@@ -19,8 +19,7 @@ import tenacity
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.field_write import Field, FieldWrite
 from reportclient._engine.guarded_write import run_attempts
-from reportclient._gateway.gateway import Gateway
-from reportclient._gateway.provider_cache import Snapshot
+from reportclient._gateway.gateway import Gateway, Snapshot
 from reportclient._model.microversions import Microversion
 from reportclient._model.providers import ProviderAllocations, ResourceProvider
 from reportclient.errors import CannotDeleteParent, PlacementUnavailable, ProviderInUse

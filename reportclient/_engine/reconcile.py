@@ -63,7 +63,7 @@ from typing import Any, Protocol
 
 from reportclient._engine.field_write import Field
 from reportclient._engine.provider_ops import FieldMemory
-from reportclient._gateway.provider_cache import Snapshot
+from reportclient._gateway.gateway import Snapshot
 from reportclient._model.microversions import REPARENT_VERSION, Microversion
 from reportclient._model.provider_tree import (
     ProviderSpec,

@@ -32,12 +32,17 @@ never a state here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from reportclient._gateway import routes
-from reportclient._gateway.consumer_cache import CacheStats, ConsumerCache
+from reportclient._gateway.consumer_cache import (
+    DEFAULT_CACHE_SIZE,
+    DEFAULT_CACHE_TTL,
+    CacheStats,
+    ConsumerCache,
+)
 from reportclient._gateway.provider_cache import ProviderCache, Snapshot
 from reportclient._gateway.wire import Wire
 from reportclient._model.candidate_results import AllocationCandidates
@@ -58,7 +63,14 @@ from reportclient._model.providers import (
 from reportclient._model.usages import ProjectUsages, ProviderUsages
 from reportclient.errors import GenerationConflict, PlacementError, PlacementUnavailable
 
-__all__ = ["Gateway", "written_state"]
+__all__ = [
+    "DEFAULT_CACHE_SIZE",
+    "DEFAULT_CACHE_TTL",
+    "CacheStats",
+    "Gateway",
+    "Snapshot",
+    "written_state",
+]
 
 Field = TypeVar("Field", ProviderInventories, ProviderTraits, ProviderAggregates)
 
@@ -67,7 +79,11 @@ _NO_ALLOCATIONS = "No allocations for consumer"
 
 
 def _nothing_to_delete(exc: PlacementError) -> bool:
-    """Placement's 404 for deleting a consumer that holds nothing (no code: told by wording)."""
+    """Placement's 404 for deleting a consumer that holds nothing.
+
+    Told apart by its wording (the 404 has no code): any other 404, a
+    wrong endpoint say, is an error, not an empty consumer.
+    """
     return exc.status == 404 and _NO_ALLOCATIONS in (exc.detail or "")
 
 
@@ -125,6 +141,18 @@ class Gateway:
         self._wire = wire
         self._consumers = consumers
         self._providers = providers
+
+    @classmethod
+    def build(
+        cls, wire: Wire, *, cache_size: int, cache_ttl: float, clock: Callable[[], float]
+    ) -> Gateway:
+        """A gateway with its own caches.
+
+        :raises ValueError: for a cache size or ttl out of range.
+        """
+        return cls(
+            wire, ConsumerCache(cache_size, cache_ttl, clock), ProviderCache(cache_ttl, clock)
+        )
 
     # -- the wire ----------------------------------------------------------------
     @property

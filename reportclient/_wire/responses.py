@@ -32,15 +32,13 @@ from reportclient.errors import (
     ProviderNotFound,
 )
 
-__all__ = ["error_from_response", "nothing_to_delete"]
+__all__ = ["error_from_response"]
 
 # Placement gives the over-capacity 409 no code of its own, so its wording
 # is the only thing that tells it apart from other undefined-code conflicts.
 _CAPACITY_MARKERS = ("exceed the capacity", "Unable to allocate inventory")
 # A 404 carries no code of its own; its wording names the missing provider.
 _NO_PROVIDER = "No resource provider with uuid"
-# ... or the consumer a DELETE /allocations/{consumer} found nothing for.
-_NO_ALLOCATIONS = "No allocations for consumer"
 
 _BY_CODE: dict[str, type[PlacementError]] = {
     INVENTORY_INUSE: InventoryInUse,
@@ -134,12 +132,3 @@ def error_from_response(
         # hide a write the server applied. Only a read can tell.
         return PlacementUnavailable(message, outcome_unknown=True, **kwargs)
     return PlacementError(message, **kwargs)
-
-
-def nothing_to_delete(exc: PlacementError) -> bool:
-    """Whether ``exc`` is Placement's 404 for deleting a consumer that holds nothing.
-
-    Told apart by its wording (the 404 has no code): any other 404, a
-    wrong endpoint say, is an error, not an empty consumer.
-    """
-    return exc.status == 404 and _NO_ALLOCATIONS in (exc.detail or "")

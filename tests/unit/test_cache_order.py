@@ -60,3 +60,69 @@ def test_an_entry_older_than_the_recent_window_counts_as_overlapping(monkeypatch
         cache.put(ConsumerAllocations.missing(f"{i:08d}-0000-4000-8000-000000000000"))
     cache.put(at(2), sent=slow)
     assert cache.get(C).generation == 3
+
+
+# -- trust after an overlap (issue 35) ---------------------------------------------
+
+
+def trusted_cache() -> ConsumerCache:
+    return ConsumerCache(ttl=float("inf"))
+
+
+def test_our_create_overlapped_by_a_read_showing_missing_is_kept_and_in_doubt():
+    """Thread B's "missing" answered after thread A's create must not replace it."""
+    cache = trusted_cache()
+    write_sent = cache.ticket()  # A's claim leaves
+    read_sent = cache.ticket()  # B's GET leaves while the claim is in flight
+    cache.put(at(None), sent=read_sent)  # B is answered first: missing
+    cache.put(at(1), sent=write_sent, written=True)  # then A's 204
+    state, trusted = cache.lookup(C)
+    assert state == at(1)
+    assert not trusted
+
+
+def test_a_read_showing_missing_after_our_create_leaves_our_create_in_doubt():
+    cache = trusted_cache()
+    write_sent = cache.ticket()
+    read_sent = cache.ticket()
+    cache.put(at(1), sent=write_sent, written=True)
+    cache.put(at(None), sent=read_sent)
+    state, trusted = cache.lookup(C)
+    assert state == at(1)
+    assert not trusted
+
+
+def test_our_release_overlapped_by_an_older_read_is_never_trusted():
+    """The shelve overwrite: a released state must not stay trusted (cache_ttl > 0)."""
+    cache = trusted_cache()
+    cache.put(at(1), sent=cache.ticket())
+    read_sent = cache.ticket()
+    release_sent = cache.ticket()
+    cache.put(at(None), sent=release_sent, written=True)
+    cache.put(at(1), sent=read_sent)  # the GET read before the release committed
+    state, trusted = cache.lookup(C)
+    assert not state.exists
+    assert not trusted
+
+
+def test_an_answer_in_flight_across_a_forget_arrives_in_doubt():
+    cache = trusted_cache()
+    read_sent = cache.ticket()
+    cache.forget(C)  # a lost answer, a conflict or a raw write
+    cache.put(at(3), sent=read_sent)
+    assert cache.lookup(C) == (at(3), False)
+
+
+def test_an_answer_sent_after_a_forget_is_trusted_again():
+    cache = trusted_cache()
+    cache.forget(C)
+    cache.put(at(3), sent=cache.ticket())
+    assert cache.lookup(C) == (at(3), True)
+
+
+def test_an_answer_in_flight_across_a_clear_arrives_in_doubt():
+    cache = trusted_cache()
+    read_sent = cache.ticket()
+    cache.clear()
+    cache.put(at(3), sent=read_sent)
+    assert cache.lookup(C) == (at(3), False)
