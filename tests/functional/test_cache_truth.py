@@ -1,0 +1,240 @@
+"""What the client caches must be what Placement holds, or be marked in doubt (issue 35).
+
+Each test builds one history against the real Placement in which the client's cache used to
+end up believing something Placement never held, or no longer held, and trusting it for a
+write: its own write overlapped by a read on the same client, a DELETE whose answer was
+lost, a raw write through ``client.request``, a conflict's "expected N" outliving the read
+it was meant for, a caller's ``retry_error_callback`` swallowing a write that may still land.
+
+The embedded Placement is one process, so every ordering is made by the fault proxy
+(``tests/faultproxy.py``): ``gate`` keeps a request until the test lets it commit,
+``gate_answer`` keeps an answer Placement already gave until the test lets the client see
+it, ``drop_answer`` applies a write and loses its answer, ``hold`` keeps a write past the
+client's read timeout. What Placement holds is always read back with ``placement_admin``,
+never through the client under test.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+import pytest
+
+import reportclient as rc
+from reportclient.fixture import FakeClock
+from reportclient.testing import EmbeddedPlacement, PlacementAdmin
+from tests.faultproxy import FaultProxy, gate, gate_answer
+from tests.functional._helpers import (
+    CACHE_TTL,
+    LATEST,
+    PROJECT,
+    USER,
+    fast_retry,
+    held,
+    new_id,
+    raw_body,
+)
+
+pytestmark = pytest.mark.functional
+
+Allocs = dict[str, dict[str, int]]
+#: A consumer's (generation, allocations): what a GET shows, and what ``mutate`` was shown.
+Seen = tuple[int | None, Allocs]
+T = TypeVar("T")
+#: Bounded wait for events, proxy records and worker threads.
+WAIT = 30.0
+#: Read timeout of a client whose held write must time out quickly.
+IMPATIENT = (5.0, 0.3)
+
+
+@pytest.fixture
+def proxy(real_placement: EmbeddedPlacement) -> Iterator[FaultProxy]:
+    with FaultProxy("127.0.0.1", real_placement.port) as faults:
+        yield faults
+
+
+def client_via(proxy: FaultProxy, **kwargs: Any) -> rc.PlacementClient:
+    """The client under test, every request through ``proxy`` (1.39, fast retries)."""
+    kwargs.setdefault("retry", fast_retry())
+    return rc.PlacementClient.from_endpoint(proxy.url, "admin", microversion=LATEST, **kwargs)
+
+
+def cached_client_via(proxy: FaultProxy, **kwargs: Any) -> rc.PlacementClient:
+    """As :func:`client_via`, trusting its cache for ``CACHE_TTL`` of a clock that stands still."""
+    return client_via(proxy, cache_ttl=CACHE_TTL, clock=FakeClock(), **kwargs)
+
+
+class Background(Generic[T]):
+    """``work`` run in its own thread; :meth:`result` joins it (bounded), returns or raises."""
+
+    def __init__(self, work: Callable[[], T], name: str) -> None:
+        self._value: list[T] = []
+        self._error: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, work: Callable[[], T]) -> None:
+        try:
+            self._value.append(work())
+        except BaseException as exc:  # handed to the test by result()
+            self._error.append(exc)
+
+    def result(self) -> T:
+        self._thread.join(WAIT)
+        assert not self._thread.is_alive(), f"{self._thread.name} still running after {WAIT}s"
+        if self._error:
+            raise self._error[0]
+        return self._value[0]
+
+
+def holdings(admin: PlacementAdmin, consumer: str) -> Seen:
+    """(generation, allocations) Placement holds for ``consumer``; (None, {}) when missing."""
+    raw = admin.get_allocations(consumer)
+    return raw.get("consumer_generation"), held(raw)
+
+
+def put(admin: PlacementAdmin, consumer: str, allocations: Allocs, generation: int | None) -> None:
+    """Another writer writes ``allocations`` (``generation`` None creates the consumer)."""
+    response = admin.put_allocations(consumer, raw_body(allocations, generation))
+    assert response.status_code == 204, response.text
+
+
+def delete(admin: PlacementAdmin, consumer: str) -> None:
+    """Another writer deletes the consumer (``DELETE /allocations``)."""
+    response = admin.delete_allocations(consumer)
+    assert response.status_code == 204, response.text
+
+
+def vcpus(state: rc.ConsumerAllocations) -> int:
+    return sum(res.get("VCPU", 0) for res in state.allocations.values())
+
+
+class Recorder:
+    """A ``mutate`` that notes every state it is shown and asks for 1 VCPU more on ``rp``."""
+
+    def __init__(self, rp: str) -> None:
+        self.rp = rp
+        self.seen: list[Seen] = []
+
+    def __call__(self, state: rc.ConsumerAllocations) -> Allocs:
+        allocations = {p: dict(res) for p, res in state.allocations.items()}
+        self.seen.append((state.generation, allocations))
+        return {self.rp: {"VCPU": vcpus(state) + 1}}
+
+
+# -- 1. 2. the client's own write, overlapped by a read on the same client ---------------------
+
+#: The read is answered and processed before Placement even commits the write.
+READ_BEFORE_COMMIT = "read-processed-before-the-commit"
+#: Both are answered (the read first); the client processes the read's answer first.
+READ_PROCESSED_FIRST = "read-processed-before-the-ack"
+#: Both are answered (the read first); the client processes the write's answer first.
+ACK_PROCESSED_FIRST = "ack-processed-before-the-read"
+OVERLAPS = pytest.mark.parametrize(
+    "order", [READ_BEFORE_COMMIT, READ_PROCESSED_FIRST, ACK_PROCESSED_FIRST]
+)
+
+
+def overlap(
+    proxy: FaultProxy,
+    path: str,
+    write: Callable[[], T],
+    read: Callable[[], rc.ConsumerAllocations],
+    order: str,
+) -> tuple[T, rc.ConsumerAllocations]:
+    """Run ``write`` (thread A) and ``read`` (thread B) of one client on ``path``, the read
+    answered by Placement before the write commits, their answers processed in ``order``.
+
+    Returns what the write returned and what the read returned.
+    """
+    go_put, go_get = threading.Event(), threading.Event()
+    try:
+        if order == READ_BEFORE_COMMIT:
+            kept_put = proxy.add_rule("PUT", path, gate(go_put))
+            writer = Background(write, "A")
+            assert kept_put.applied.wait(WAIT), "A's PUT never reached the proxy"
+            got = Background(read, "B").result()
+            go_put.set()
+            return writer.result(), got
+        kept_get = proxy.add_rule("GET", path, gate_answer(go_get))
+        kept_put = proxy.add_rule("PUT", path, gate_answer(go_put))
+        reader = Background(read, "B")
+        assert kept_get.forwarded.wait(WAIT), "B's GET was never answered"
+        writer = Background(write, "A")
+        assert kept_put.forwarded.wait(WAIT), "A's PUT was never answered"
+        assert (kept_get.upstream_status, kept_put.upstream_status) == (200, 204)
+        if order == READ_PROCESSED_FIRST:
+            go_get.set()
+            got = reader.result()
+            go_put.set()
+            return writer.result(), got
+        go_put.set()
+        wrote = writer.result()
+        go_get.set()
+        return wrote, reader.result()
+    finally:
+        go_put.set()
+        go_get.set()
+
+
+@OVERLAPS
+def test_own_create_stays_cached_when_an_overlapping_read_answered_missing(
+    proxy: FaultProxy, placement_admin: PlacementAdmin, compute_node: str, order: str
+) -> None:
+    """Thread A claims a new consumer; thread B of the same client reads it, and Placement
+    answers B "missing" before A's PUT commits. Whichever answer the client processes
+    first, it wrote generation 1 itself: the cache holds A's state, and the client's next
+    claim of its own consumer (a resize) is no change of premise."""
+    client = client_via(proxy)  # cache_ttl=0, the default
+    consumer = new_id()
+    claimed: Allocs = {compute_node: {"VCPU": 1}}
+
+    written, read = overlap(
+        proxy,
+        f"/allocations/{consumer}",
+        lambda: client.claim(consumer, claimed, project_id=PROJECT, user_id=USER),
+        lambda: client.get_allocations(consumer),
+        order,
+    )
+
+    assert (read.generation, dict(read.allocations)) == (None, {})
+    assert written.generation == 1
+    assert client.cached(consumer) == written
+    resized: Allocs = {compute_node: {"VCPU": 2}}
+    state = client.claim(consumer, resized, project_id=PROJECT, user_id=USER)
+    assert state.generation == 2
+    assert holdings(placement_admin, consumer) == (2, resized)
+
+
+@OVERLAPS
+def test_update_after_own_release_and_an_overlapping_read_computes_from_the_recreated_consumer(
+    proxy: FaultProxy, placement_admin: PlacementAdmin, compute_node: str, order: str
+) -> None:
+    """Thread A releases a consumer the client cached (cache_ttl=60); thread B of the same
+    client reads it, and Placement answers B with the pre-release state before the release
+    commits. Another client then re-creates the consumer at generation 1 with other
+    allocations (an unshelve): the released state's generation. The client's next update
+    must compute from the re-created consumer, never from the released state B was shown."""
+    admin = placement_admin
+    client = cached_client_via(proxy)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    _, read = overlap(
+        proxy,
+        f"/allocations/{consumer}",
+        lambda: client.release(consumer),
+        lambda: client.get_allocations(consumer),
+        order,
+    )
+
+    assert read.generation == 1  # the pre-release state
+    assert holdings(admin, consumer) == (None, {})
+    unshelved: Allocs = {compute_node: {"VCPU": 3}}
+    put(admin, consumer, unshelved, None)
+    mutate = Recorder(compute_node)
+    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    assert mutate.seen == [(1, unshelved)]
+    assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
