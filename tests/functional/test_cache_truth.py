@@ -25,7 +25,7 @@ import pytest
 import reportclient as rc
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import FaultProxy, gate, gate_answer
+from tests.faultproxy import FaultProxy, drop_answer, gate, gate_answer
 from tests.functional._helpers import (
     CACHE_TTL,
     LATEST,
@@ -238,3 +238,90 @@ def test_update_after_own_release_and_an_overlapping_read_computes_from_the_recr
     client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
     assert mutate.seen == [(1, unshelved)]
     assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
+
+
+# -- 3. a DELETE whose answer was lost ------------------------------------------------------------
+
+
+#: Deletes ``consumer`` (which holds allocations on ``rp``) and loses the DELETE's answer.
+LoseDelete = Callable[[rc.PlacementClient, FaultProxy, str, str], None]
+
+
+def _lose_force_release(
+    client: rc.PlacementClient, proxy: FaultProxy, consumer: str, rp: str
+) -> None:
+    proxy.add_rule("DELETE", f"/allocations/{consumer}", drop_answer())
+    client.force_release(consumer)
+
+
+def _lose_cascade(client: rc.PlacementClient, proxy: FaultProxy, consumer: str, rp: str) -> None:
+    proxy.add_rule("DELETE", f"/allocations/{consumer}", drop_answer())
+    client.providers.delete_provider(rp, cascade=True)
+
+
+LOST_DELETES = pytest.mark.parametrize(
+    "lose", [_lose_force_release, _lose_cascade], ids=["force_release", "delete_provider-cascade"]
+)
+
+
+@LOST_DELETES
+def test_update_after_a_lost_consumer_delete_computes_from_the_recreated_consumer(
+    proxy: FaultProxy,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    lose: LoseDelete,
+) -> None:
+    """The client claims a consumer (cache_ttl=60), then deletes it with ``force_release``
+    (or as one consumer of ``delete_provider(cascade=True)``): the DELETE lands, its answer is
+    lost. Another client re-creates the consumer at generation 1 with other allocations. The
+    client's next update must compute from the re-created consumer: a DELETE that may have
+    landed leaves nothing cached to trust."""
+    admin = placement_admin
+    doomed = admin.create_provider(inventory={"VCPU": 8})
+    client = cached_client_via(proxy)
+    consumer = new_id()
+    client.claim(consumer, {doomed: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    with pytest.raises(rc.PlacementUnavailable) as caught:
+        lose(client, proxy, consumer, doomed)
+
+    assert caught.value.outcome_unknown is True
+    assert holdings(admin, consumer) == (None, {})  # the DELETE landed
+    trusted_after_loss = client.cached(consumer, trusted=True)
+    unshelved: Allocs = {compute_node: {"VCPU": 3}}
+    put(admin, consumer, unshelved, None)
+    mutate = Recorder(compute_node)
+
+    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+
+    assert mutate.seen == [(1, unshelved)]
+    assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
+    assert trusted_after_loss is None
+
+
+def test_inventory_write_after_a_lost_provider_delete_keeps_the_recreated_providers_inventory(
+    proxy: FaultProxy, placement_admin: PlacementAdmin
+) -> None:
+    """The client sets VCPU 8 on a provider (generation 0 -> 1, cached with cache_ttl=60),
+    then deletes it; the DELETE lands, its answer is lost. Another client re-creates the
+    provider under the same uuid with VCPU 4, which brings it to generation 1 again: the
+    cached one. The client's next inventory write of another class must keep VCPU 4."""
+    admin = placement_admin
+    name = f"cn-{new_id()}"
+    rp = admin.create_provider(name)
+    client = cached_client_via(proxy)
+    assert client.providers.set_inventory(rp, "VCPU", 8).generation == 1
+    proxy.add_rule("DELETE", f"/resource_providers/{rp}", drop_answer())
+
+    with pytest.raises(rc.PlacementUnavailable) as caught:
+        client.providers.delete_provider(rp)
+
+    assert caught.value.outcome_unknown is True
+    assert admin.request("GET", f"/resource_providers/{rp}").status_code == 404
+    admin.create_provider(name, uuid=rp, inventory={"VCPU": {"total": 4}})
+    assert admin.provider(rp)["generation"] == 1
+
+    client.providers.set_inventory(rp, "MEMORY_MB", 1024)
+
+    inventory = admin.inventory(rp)
+    assert (inventory["VCPU"]["total"], inventory["MEMORY_MB"]["total"]) == (4, 1024)
