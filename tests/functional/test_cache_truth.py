@@ -325,3 +325,54 @@ def test_inventory_write_after_a_lost_provider_delete_keeps_the_recreated_provid
 
     inventory = admin.inventory(rp)
     assert (inventory["VCPU"]["total"], inventory["MEMORY_MB"]["total"]) == (4, 1024)
+
+
+# -- 4. raw writes through client.request ---------------------------------------------------------
+
+
+def test_update_after_a_raw_put_reads_what_the_raw_write_left(
+    proxy: FaultProxy, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    """After a typed claim (cached, cache_ttl=60) the caller writes the consumer with a raw
+    ``client.request("PUT", ...)``. Nothing typed knows what that write made, so the cache
+    must not be trusted any more, and the next update reads first: ``mutate`` sees exactly
+    what the raw write left, never the claim's state."""
+    admin = placement_admin
+    client = cached_client_via(proxy)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    raw: Allocs = {compute_node: {"VCPU": 2}}
+
+    answer = client.request("PUT", f"/allocations/{consumer}", json=raw_body(raw, 1))
+
+    assert answer.status == 204
+    trusted_after_raw = client.cached(consumer, trusted=True)
+    assert holdings(admin, consumer) == (2, raw)
+    mutate = Recorder(compute_node)
+    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    assert mutate.seen == [(2, raw)]
+    assert holdings(admin, consumer) == (3, {compute_node: {"VCPU": 3}})
+    assert trusted_after_raw is None
+
+
+def test_update_after_a_raw_delete_is_consumer_gone_without_calling_mutate(
+    proxy: FaultProxy, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    """As above with a raw ``client.request("DELETE", ...)``: the next update reads first,
+    finds the consumer gone and raises ConsumerGone; ``mutate`` is never shown the claim's
+    state, which Placement no longer holds."""
+    admin = placement_admin
+    client = cached_client_via(proxy)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+
+    answer = client.request("DELETE", f"/allocations/{consumer}")
+
+    assert answer.status == 204
+    trusted_after_raw = client.cached(consumer, trusted=True)
+    mutate = Recorder(compute_node)
+    with pytest.raises(rc.ConsumerGone):
+        client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    assert mutate.seen == []
+    assert holdings(admin, consumer) == (None, {})
+    assert trusted_after_raw is None
