@@ -25,7 +25,7 @@ import pytest
 import reportclient as rc
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import FaultProxy, drop_answer, gate, gate_answer
+from tests.faultproxy import FaultProxy, RuleHandle, drop_answer, gate, gate_answer
 from tests.functional._helpers import (
     CACHE_TTL,
     LATEST,
@@ -376,3 +376,111 @@ def test_update_after_a_raw_delete_is_consumer_gone_without_calling_mutate(
     assert mutate.seen == []
     assert holdings(admin, consumer) == (None, {})
     assert trusted_after_raw is None
+
+
+# -- 5. a conflict's "expected N" outliving the read it was meant for ---------------------------
+
+
+class DeleteAfterConflict:
+    """Lets the client's next PUT of ``consumer`` conflict, then deletes the consumer (as
+    another client) before the client sees the 409: its re-read finds the consumer gone."""
+
+    def __init__(self, proxy: FaultProxy, admin: PlacementAdmin, consumer: str) -> None:
+        relay = threading.Event()
+        self.rule: RuleHandle = proxy.add_rule(
+            "PUT", f"/allocations/{consumer}", gate_answer(relay)
+        )
+
+        def act() -> None:
+            try:
+                assert self.rule.forwarded.wait(WAIT), "the PUT never reached Placement"
+                delete(admin, consumer)
+            finally:
+                relay.set()
+
+        self._deleter = Background(act, "deleter")
+
+    def done(self) -> None:
+        """Join the deleter; the PUT it answered was a conflict."""
+        self._deleter.result()
+        assert self.rule.upstream_status == 409
+
+
+def _stale_cached_consumer(
+    proxy: FaultProxy, admin: PlacementAdmin, compute_node: str, **kwargs: Any
+) -> tuple[rc.PlacementClient, str, list[Seen]]:
+    """A consumer the client claimed (cached, cache_ttl=60) and another client then wrote.
+
+    Returns the client, the consumer and every state a GET showed of it so far.
+    """
+    client = cached_client_via(proxy, **kwargs)
+    consumer = new_id()
+    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    shown = [holdings(admin, consumer)]
+    put(admin, consumer, {compute_node: {"VCPU": 3}}, 1)
+    shown.append(holdings(admin, consumer))
+    return client, consumer, shown
+
+
+def test_subtract_after_a_conflict_then_a_delete_is_consumer_gone(
+    proxy: FaultProxy, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    """The update's write from the stale cache conflicts ("expected 2"); the consumer is then
+    deleted before the client's re-read, which shows it missing. A consumer that does not
+    exist is ConsumerGone; the conflict's "expected 2" is no evidence that it still exists,
+    so ``subtract_allocations`` is never applied to an empty state (AllocationsNotHeld)."""
+    client, consumer, _ = _stale_cached_consumer(proxy, placement_admin, compute_node)
+    deleter = DeleteAfterConflict(proxy, placement_admin, consumer)
+
+    with pytest.raises(rc.PlacementError) as caught:
+        client.update_allocations(
+            consumer,
+            rc.subtract_allocations({compute_node: {"VCPU": 1}}),
+            project_id=PROJECT,
+            user_id=USER,
+        )
+
+    deleter.done()
+    assert isinstance(caught.value, rc.ConsumerGone), repr(caught.value)
+    assert holdings(placement_admin, consumer) == (None, {})
+
+
+def test_mutate_after_a_conflict_then_a_delete_only_sees_states_placement_returned(
+    proxy: FaultProxy, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    """As above with a plain ``mutate``: every state it is shown is one a GET of Placement
+    showed for the consumer; none is made up from a missing consumer and the conflict's
+    "expected 2". The update ends in ConsumerGone and creates nothing."""
+    client, consumer, shown = _stale_cached_consumer(proxy, placement_admin, compute_node)
+    deleter = DeleteAfterConflict(proxy, placement_admin, consumer)
+    mutate = Recorder(compute_node)
+
+    with pytest.raises(rc.ConsumerGone):
+        client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+
+    deleter.done()
+    shown.append(holdings(placement_admin, consumer))
+    assert shown[-1] == (None, {})
+    made_up = [state for state in mutate.seen if state not in shown]
+    assert made_up == [], f"mutate saw {mutate.seen}; Placement showed {shown}"
+
+
+def test_claim_after_a_conflict_then_a_delete_does_not_back_off_as_if_contended(
+    proxy: FaultProxy, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    """The same history under a claim: the claim's write from the stale cache conflicts, the
+    consumer is deleted, the re-read shows it missing (the shelve race), and the claim
+    creates it. Its writes collided only with a stale hint, never with a contending writer,
+    so the policy never waits (an injected ``sleep=`` records no positive delay)."""
+    client, consumer, _ = _stale_cached_consumer(proxy, placement_admin, compute_node)
+    deleter = DeleteAfterConflict(proxy, placement_admin, consumer)
+    sleeps: list[float] = []
+    policy = rc.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
+    wanted: Allocs = {compute_node: {"VCPU": 4}}
+
+    state = client.claim(consumer, wanted, project_id=PROJECT, user_id=USER, retry=policy)
+
+    deleter.done()
+    assert [s for s in sleeps if s > 0] == [], f"contended waits after a stale hint: {sleeps}"
+    assert state.generation == 1
+    assert holdings(placement_admin, consumer) == (1, wanted)
