@@ -21,11 +21,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import pytest
+import tenacity
 
 import reportclient as rc
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import FaultProxy, RuleHandle, drop_answer, gate, gate_answer
+from tests.faultproxy import FaultProxy, RuleHandle, drop_answer, gate, gate_answer, hold
 from tests.functional._helpers import (
     CACHE_TTL,
     LATEST,
@@ -484,3 +485,73 @@ def test_claim_after_a_conflict_then_a_delete_does_not_back_off_as_if_contended(
     assert [s for s in sleeps if s > 0] == [], f"contended waits after a stale hint: {sleeps}"
     assert state.generation == 1
     assert holdings(placement_admin, consumer) == (1, wanted)
+
+
+# -- 6. a caller's retry_error_callback and a write that may still land --------------------------
+
+
+def _returns_none(_state: tenacity.RetryCallState) -> None:
+    return None
+
+
+class CallerGaveUp(ValueError):
+    """What the caller's ``retry_error_callback`` raises."""
+
+
+def _raises(_state: tenacity.RetryCallState) -> None:
+    raise CallerGaveUp("the caller's policy gave up")
+
+
+@pytest.mark.parametrize("attempts", [1, 2])
+@pytest.mark.parametrize(
+    "callback", [_returns_none, _raises], ids=["callback-returns-None", "callback-raises"]
+)
+def test_retry_error_callback_cannot_hide_a_write_that_may_still_land(
+    proxy: FaultProxy,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    attempts: int,
+    callback: Callable[[tenacity.RetryCallState], None],
+) -> None:
+    """Each PUT of the update is kept by the proxy past the client's read timeout; the
+    re-read shows the consumer as it was, so each write is still pending when the caller's
+    policy (``stop_after_attempt``) gives up and its ``retry_error_callback`` runs. Whatever
+    the callback returns or raises, the caller hears OutcomeUnknown, chained from the last
+    lost answer, or from the callback's own error. The kept PUT then lands."""
+    admin = placement_admin
+    consumer = new_id()
+    put(admin, consumer, {compute_node: {"VCPU": 1}}, None)
+    path = f"/allocations/{consumer}"
+    kept = proxy.add_rule("PUT", path, hold(), times=attempts)
+    client = client_via(proxy, timeout=IMPATIENT)
+    sleeps: list[float] = []
+    policy = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        retry_error_callback=callback,
+        sleep=sleeps.append,
+    )
+
+    try:
+        with pytest.raises(rc.OutcomeUnknown) as caught:
+            client.update_allocations(
+                consumer,
+                rc.add_allocations({compute_node: {"VCPU": 1}}),
+                project_id=PROJECT,
+                user_id=USER,
+                retry=policy,
+            )
+    finally:
+        kept.forward()
+
+    cause = caught.value.__cause__
+    if callback is _raises:
+        assert isinstance(cause, CallerGaveUp), repr(cause)
+    else:
+        assert isinstance(cause, rc.PlacementUnavailable), repr(cause)
+        assert (cause.method, cause.url, cause.outcome_unknown) == ("PUT", path, True)
+    # The write the caller was warned of lands (once: a second carries the same generation).
+    proxy.wait_for(lambda r: r.action == "hold" and r.upstream_status == 204, WAIT)
+    if attempts == 2:
+        proxy.wait_for(lambda r: r.action == "hold" and r.upstream_status == 409, WAIT)
+    assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 2}})
+    assert len(sleeps) == attempts - 1
