@@ -23,6 +23,13 @@ the client, plus the controls where the outcome is known. Each action exists for
   client's re-read ``GET /allocations/...``), so it commits *after* the client looked. No
   other request reaches upstream until that late forward got its answer, which makes "commit
   between the re-read and the next write" deterministic. The late answer is discarded.
+- :func:`gate` - a request kept until the test says so: held until a ``threading.Event`` is
+  set, then forwarded and its answer relayed as usual (the client is still waiting). Other
+  requests pass meanwhile, so "another request is answered before this one commits" is
+  ordered by the test, not by luck.
+- :func:`gate_answer` - an answer kept until the test says so: the request is forwarded at
+  once and Placement's answer read (applied, and what it says is fixed), then relayed only once
+  the event is set, so "this answer is processed after another request's" is ordered too.
 
 Requests matching no rule pass through. Every connection is answered with ``Connection: close``
 and closed (``requests`` reconnects transparently). Chunked request bodies are not supported.
@@ -43,9 +50,21 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost"})
 _HOP_BY_HOP = frozenset(
     "connection keep-alive proxy-connection te trailer transfer-encoding upgrade".split()
 )
-_ACTIONS = ("delay", "drop_answer", "reset", "stall", "answer", "answer_after_forwarding", "hold")
+_ACTIONS = (
+    "delay",
+    "drop_answer",
+    "reset",
+    "stall",
+    "answer",
+    "answer_after_forwarding",
+    "hold",
+    "gate",
+    "gate_answer",
+)
 _MAX_HEAD = 64 * 1024
 _JOIN_TIMEOUT = 5.0
+#: How often a gated exchange looks whether the proxy was closed while its event is unset.
+_GATE_POLL = 0.05
 
 
 @dataclass(frozen=True)
@@ -69,6 +88,8 @@ class Action:
     seconds: float = 0.0
     status: int = 0
     forward_after: Match | None = None
+    #: What a gate waits for (set by the test); not part of the action's identity.
+    event: threading.Event | None = field(default=None, compare=False)
 
 
 def delay(seconds: float) -> Action:
@@ -109,6 +130,24 @@ def hold(forward_after: Match | None = None) -> Action:
     reaches upstream. The late upstream answer is discarded (the client is long gone).
     """
     return Action("hold", forward_after=forward_after)
+
+
+def gate(event: threading.Event) -> Action:
+    """Keep the request until ``event`` is set, then forward it and relay the answer.
+
+    ``handle.applied`` is set once the request is kept. Unset after the proxy's ``timeout``,
+    or on close, the request is dropped unforwarded and the client closed without an answer.
+    """
+    return Action("gate", event=event)
+
+
+def gate_answer(event: threading.Event) -> Action:
+    """Forward at once and read the answer (``handle.forwarded``); relay it once ``event`` is set.
+
+    Unset after the proxy's ``timeout``, or on close, the client is closed without an answer
+    (the request was applied all the same).
+    """
+    return Action("gate_answer", event=event)
 
 
 @dataclass(frozen=True)
@@ -303,6 +342,8 @@ class FaultProxy:
         """Queue ``action`` for the next ``times`` requests matching; return its handle."""
         if action is None or action.name not in _ACTIONS or times < 1:
             raise ValueError(f"add_rule needs one of {_ACTIONS} and times >= 1, not {action}")
+        if action.name in ("gate", "gate_answer") and action.event is None:
+            raise ValueError(f"a {action.name} needs an event to wait for")
         handle = RuleHandle(self, Match(method, path_prefix), action, times)
         with self._cond:
             self._rules.append(handle)
@@ -444,6 +485,10 @@ class FaultProxy:
             return None, status, _page(status)
         if handle is not None and name in ("stall", "hold"):
             return self._hold(request, handle), None, b""
+        if handle is not None and name == "gate":
+            handle.applied.set()
+            if not self._await(handle):
+                return None, None, b""
         if handle is not None and name == "delay":
             with self._cond:
                 if self._cond.wait_for(lambda: self._closed, handle.action.seconds):
@@ -455,10 +500,26 @@ class FaultProxy:
             return None, 502, _page(502)
         if name == "answer_after_forwarding":
             return reply.status, status, _page(status)
+        if handle is not None and name == "gate_answer" and not self._await(handle):
+            return reply.status, None, b""
         self._fire_triggers(request)
         head = request.method.upper() == "HEAD"
         data = _response_bytes(reply.status, reply.reason, reply.headers, reply.body, head=head)
         return reply.status, reply.status, data
+
+    def _await(self, handle: RuleHandle) -> bool:
+        """Wait for a gate's event; False if the proxy closed or ``timeout`` passed first."""
+        event = handle.action.event
+        assert event is not None, "a gate needs an event"
+        deadline = monotonic() + self.timeout
+        while not event.wait(_GATE_POLL):
+            with self._cond:
+                if self._closed:
+                    return False
+            if monotonic() >= deadline:
+                return False
+        with self._cond:
+            return not self._closed
 
     def _hold(self, request: _Request, handle: RuleHandle) -> int | None:
         """Stall or hold ``request`` until released; a released hold is then forwarded."""

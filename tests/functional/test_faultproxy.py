@@ -18,12 +18,15 @@ import requests
 
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.faultproxy import (
+    Action,
     FaultProxy,
     Match,
     answer,
     answer_after_forwarding,
     delay,
     drop_answer,
+    gate,
+    gate_answer,
     hold,
     reset,
     stall,
@@ -266,12 +269,70 @@ def test_hold_forwarded_after_the_reread_commits_between_it_and_the_next_request
     assert_applied(placement_admin, consumer, compute_node)
 
 
-def test_close_releases_stalled_and_held_requests_unforwarded(
+def test_gate_forwards_the_request_only_once_its_event_is_set_while_others_pass(
+    proxy: FaultProxy,
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+) -> None:
+    go = threading.Event()
+    rule = proxy.add_rule("PUT", "/allocations/", gate(go))
+    consumer = new_id()
+    answered: list[requests.Response] = []
+    writer = threading.Thread(target=lambda: answered.append(put(proxy, consumer, compute_node)))
+    writer.start()
+    try:
+        assert rule.applied.wait(WAIT)  # the proxy keeps the PUT
+        # Another request is answered while the PUT waits: it sees the consumer missing.
+        assert get(proxy, f"/allocations/{consumer}").json() == {"allocations": {}}
+        assert_not_applied(real_placement, placement_admin, consumer)
+    finally:
+        go.set()
+        writer.join(WAIT)
+
+    assert not writer.is_alive()
+    assert [r.status_code for r in answered] == [204]
+    assert rule.upstream_status == 204
+    assert_applied(placement_admin, consumer, compute_node)
+    record = proxy.wait_for(lambda r: r.action == "gate", WAIT)
+    assert (record.upstream_status, record.client_status) == (204, 204)
+
+
+def test_gate_answer_applies_at_once_and_relays_the_answer_only_once_its_event_is_set(
+    proxy: FaultProxy, placement_admin: PlacementAdmin, compute_node: str
+) -> None:
+    go = threading.Event()
+    rule = proxy.add_rule("PUT", "/allocations/", gate_answer(go))
+    consumer = new_id()
+    answered: list[requests.Response] = []
+    writer = threading.Thread(target=lambda: answered.append(put(proxy, consumer, compute_node)))
+    writer.start()
+    try:
+        assert rule.forwarded.wait(WAIT)
+        assert_applied(placement_admin, consumer, compute_node)
+        assert answered == []  # committed, yet the client has no answer
+    finally:
+        go.set()
+        writer.join(WAIT)
+
+    assert not writer.is_alive()
+    assert [r.status_code for r in answered] == [204]
+    record = proxy.wait_for(lambda r: r.action == "gate_answer", WAIT)
+    assert (record.upstream_status, record.client_status) == (204, 204)
+
+
+def test_a_gate_needs_an_event(proxy: FaultProxy) -> None:
+    with pytest.raises(ValueError, match="needs an event"):
+        proxy.add_rule("PUT", "/allocations/", Action("gate"))
+
+
+def test_close_releases_stalled_held_and_gated_requests_unforwarded(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
     proxy = FaultProxy("127.0.0.1", real_placement.port)
-    rules = [proxy.add_rule("PUT", "/allocations/", a) for a in (stall(), hold())]
-    consumers = [new_id(), new_id()]
+    actions = (stall(), hold(), gate(threading.Event()))
+    rules = [proxy.add_rule("PUT", "/allocations/", a) for a in actions]
+    consumers = [new_id() for _ in actions]
     errors: list[BaseException] = []
 
     def patient_client(consumer: str) -> None:
@@ -290,7 +351,7 @@ def test_close_releases_stalled_and_held_requests_unforwarded(
     for client in clients:
         client.join(WAIT)
     assert not any(client.is_alive() for client in clients)
-    assert len(errors) == 2
+    assert len(errors) == len(actions)
     assert all(isinstance(e, requests.exceptions.ConnectionError) for e in errors)
     assert [t.name for t in threading.enumerate() if t.name.startswith("faultproxy")] == []
     for consumer in consumers:
