@@ -37,8 +37,24 @@ see :class:`TreeMemory`) the description is compared with what this client
 last read or wrote, and only a difference is sent, at the cached
 generation: an allocation since then costs a 409 and a re-read of that one
 field, never a re-read of the others. Past the window the tree is proven
-again, reading only what the listing cannot vouch for. What the window
-gives up is seeing another writer's change before it ends.
+again: listed, and every field read whose content was not proven (read or
+written) within ``max_staleness`` of now, *whatever the listing's
+generation says*. The generation cannot vouch for content on its own: a
+provider deleted and re-created under its uuid by another writer can be
+back at the cached generation holding that writer's inventories and
+traits, and trusting the listing would keep them forever. So no snapshot
+stands in for a read once it is older than the window, inside the window
+too (a field trusted by the last listing is read when its own proof turns a
+window old). What the window gives up is seeing another writer's change
+before it ends; every field is proven at least once per window.
+
+What that costs a steady agent (nothing changes, period ``p`` <= window
+``w``): nothing inside the window, then one period that lists each tree and
+reads each managed field once, which starts the next window: ``T + F``
+requests every ``w + p`` seconds for ``T`` trees and ``F`` fields. For a
+compute node managing three fields and one child managing one, every 60 s
+with ``w`` = 300: five requests every sixth period, none in the others
+(the listing alone, before every field had to be re-proven: one).
 
 A wrong guess costs a 409 and a read, never a lost change: every write
 carries the generation its content was computed from. Two agents can
@@ -89,6 +105,7 @@ from reportclient._engine.reconcile_plan import (
     prune_verdict,
     stand_in,
     to_ensure,
+    young,
 )
 from reportclient._model.microversions import REPARENT_VERSION, Microversion
 from reportclient._model.provider_tree import ProviderSpec, ReconcileReport, describe
@@ -236,7 +253,9 @@ class _Run:
     ) -> None:
         self.client = client
         self.merge = merge
-        # Agent setting: a listing at a snapshot's generation proves it, however old.
+        # Agent setting: a snapshot stands in for a read while it is within
+        # max_staleness of this clock (the client's, as the cache's stamps
+        # are), at the listed generation; strict: within the cache's ttl.
         self.max_staleness = max_staleness
         self.clock = clock
         self.trusted = False
@@ -459,11 +478,19 @@ class _Run:
     def fields(self, spec: ProviderSpec, rp: ResourceProvider, fresh: bool) -> None:
         """Bring each managed field of one provider to the description."""
         cache = self.client.cache
+        now = self._now()
         known: dict[str, Known] = {}
         for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
             if self.max_staleness is not None:
-                # The agent setting: the listing at its generation proves it.
-                entry = stand_in(cache.entry(rp.uuid, kind), rp.generation)
+                # The agent setting: young by its own window, however the
+                # listing's generation vouches for it (a re-created provider
+                # can be back at it holding another writer's content).
+                entry = stand_in(
+                    cache.entry(rp.uuid, kind),
+                    rp.generation,
+                    now=now,
+                    max_age=self.max_staleness,
+                )
             else:
                 # Strict: young by the cache's ttl, or created by this call.
                 candidate = (
@@ -519,7 +546,7 @@ class _Run:
             for plan in field_plans(spec, self.merge)
         )
 
-    def within_window(self, spec: ProviderSpec) -> None:
+    def within_window(self, spec: ProviderSpec, window: float) -> None:
         """Bring one provider to ``spec`` from what this client last read or wrote, listing nothing.
 
         A field whose cached content is younger than ``window`` and already
@@ -528,18 +555,23 @@ class _Run:
         then makes it a 409, which re-reads that field alone and recomputes.
         The other fields are not re-read for it: an allocation changes no
         inventory, trait or aggregate, and another writer's change is what
-        the window accepts not seeing until it ends.
+        the window accepts not seeing until it ends. A field whose content
+        is older than ``window`` (proven before the tree's last listing,
+        then trusted by it) is read first: no content stands in for a read
+        longer than the window.
         """
         cache = self.client.cache
+        now = self._now()
         for plan in field_plans(spec, self.merge):
             kind = plan.kind
             entry = cache.entry(spec.uuid, kind)
             assert entry is not None  # checked by remembered() before any write
-            start = entry[0]
+            just_read = not young(entry[1], now, window)
+            start = self._read(kind, spec.uuid)[0] if just_read else entry[0]
             if not needs_write(plan, start):
                 continue
             self._ensure(plan, start)
-            result, wrote = self._write(kind, spec.uuid, plan.compute, start, False)
+            result, wrote = self._write(kind, spec.uuid, plan.compute, start, just_read)
             if wrote:
                 # Our write moved the provider from result.generation - 1 and
                 # changed only its own field: a field known at that
@@ -676,10 +708,13 @@ def reconcile(
         wrote of each field: an unchanged description then costs no request,
         a changed field one write at the cached generation (a 409 re-reads
         that field and recomputes). Past the window the tree is proven
-        again: one listing per tree, and a field read only where the
-        listing's generation differs from the cached one. A change by
-        another writer inside the window is not seen until the window ends
-        or a write conflicts. :data:`AGENT_MAX_STALENESS` (300 s, nova's
+        again: one listing per tree, and every field read whose content
+        was not proven within ``max_staleness`` (a cached snapshot never
+        stands in for a read longer than that, whatever the generations
+        say: a re-created provider can be back at the cached one). A change
+        by another writer inside the window is not seen until the window
+        ends or a write conflicts; every field is read at least once per
+        window. :data:`AGENT_MAX_STALENESS` (300 s, nova's
         association refresh) is the recommended value for compute agents.
     :param memory: where the client keeps the trees it proved (required
         with ``max_staleness``; ``ProviderClient`` passes its own).
@@ -716,7 +751,7 @@ def reconcile(
             run.trusted = True
             try:
                 for spec in described:
-                    run.within_window(spec)
+                    run.within_window(spec, max_staleness)
                 return run.report()
             except ProviderNotFound:
                 # Deleted behind our back (an operator, a re-created node):
