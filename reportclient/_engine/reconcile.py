@@ -1,5 +1,9 @@
 """Declarative reconcile: make a provider tree match a description, in the fewest requests.
 
+What to do is decided by the pure plan (:mod:`reportclient._engine.reconcile_plan`:
+which providers to create or update, what stands in for a read, what a write
+carries, what to delete); this module lists, asks the plan, and sends.
+
 One ``GET /resource_providers?in_tree=`` per tree described (each root,
 and each existing provider a described subtree hangs from) lists the
 providers with their generations. Providers missing from the listings are
@@ -33,8 +37,24 @@ see :class:`TreeMemory`) the description is compared with what this client
 last read or wrote, and only a difference is sent, at the cached
 generation: an allocation since then costs a 409 and a re-read of that one
 field, never a re-read of the others. Past the window the tree is proven
-again, reading only what the listing cannot vouch for. What the window
-gives up is seeing another writer's change before it ends.
+again: listed, and every field read whose content was not proven (read or
+written) within ``max_staleness`` of now, *whatever the listing's
+generation says*. The generation cannot vouch for content on its own: a
+provider deleted and re-created under its uuid by another writer can be
+back at the cached generation holding that writer's inventories and
+traits, and trusting the listing would keep them forever. So no snapshot
+stands in for a read once it is older than the window, inside the window
+too (a field trusted by the last listing is read when its own proof turns a
+window old). What the window gives up is seeing another writer's change
+before it ends; every field is proven at least once per window.
+
+What that costs a steady agent (nothing changes, period ``p`` <= window
+``w``): nothing inside the window, then one period that lists each tree and
+reads each managed field once, which starts the next window: ``T + F``
+requests every ``w + p`` seconds for ``T`` trees and ``F`` fields. For a
+compute node managing three fields and one child managing one, every 60 s
+with ``w`` = 300: five requests every sixth period, none in the others
+(the listing alone, before every field had to be re-proven: one).
 
 A wrong guess costs a 409 and a read, never a lost change: every write
 carries the generation its content was computed from. Two agents can
@@ -52,6 +72,12 @@ only when the caller names it in ``delete_roots``, with its whole tree.
 Deleting last means a provider that still has allocations stops nothing
 else: everything described is in place when ``ProviderInUse`` is raised,
 every other dropped provider is deleted, and the error names the ones kept.
+The listings only nominate what to delete: each nominee is read again
+(``GET /resource_providers/{uuid}``) just before its DELETE, and deleted only
+if it still hangs from a root the caller owns. One re-parented into another
+tree meanwhile (another compute node's) is left alone and reported in
+``ReconcileReport.moved``. That read is one request per provider deleted;
+a reconcile that deletes nothing sends none.
 """
 
 from __future__ import annotations
@@ -63,17 +89,28 @@ from typing import Any, Protocol
 
 from reportclient._engine.field_write import Field
 from reportclient._engine.provider_ops import FieldMemory
+from reportclient._engine.reconcile_plan import (
+    FieldPlan,
+    Known,
+    PruneVerdict,
+    Step,
+    after_write,
+    field_plans,
+    is_reparenting,
+    kept_by_refusal,
+    needs_update,
+    needs_write,
+    provider_steps,
+    prune_plan,
+    prune_verdict,
+    stand_in,
+    to_ensure,
+    young,
+)
 from reportclient._gateway.gateway import Snapshot
 from reportclient._model.microversions import REPARENT_VERSION, Microversion
-from reportclient._model.provider_tree import (
-    ProviderSpec,
-    ReconcileReport,
-    ancestors,
-    describe,
-    doomed_providers,
-)
+from reportclient._model.provider_tree import ProviderSpec, ReconcileReport, describe
 from reportclient._model.providers import (
-    Inventory,
     ProviderAggregates,
     ProviderInventories,
     ProviderTraits,
@@ -212,12 +249,16 @@ class _Run:
         client: ProviderOps,
         merge: bool,
         request_id: str | None,
-        trust_listing: bool = False,
+        max_staleness: float | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.client = client
         self.merge = merge
-        # Agent setting: a listing at a snapshot's generation proves it, however old.
-        self.trust_listing = trust_listing
+        # Agent setting: a snapshot stands in for a read while it is within
+        # max_staleness of this clock (the client's, as the cache's stamps
+        # are), at the listed generation; strict: within the cache's ttl.
+        self.max_staleness = max_staleness
+        self.clock = clock
         self.trusted = False
         self.request_id = request_id
         self.requests = 0
@@ -225,6 +266,7 @@ class _Run:
         self.updated: list[str] = []
         self.written: list[tuple[str, str]] = []
         self.deleted: list[str] = []
+        self.moved: list[str] = []
         self.generations: dict[str, int] = {}
         self.ensured: set[str] = set()
 
@@ -237,6 +279,7 @@ class _Run:
             self.generations,
             tuple(self.deleted),
             self.trusted,
+            tuple(self.moved),
         )
 
     def list_trees(
@@ -274,9 +317,9 @@ class _Run:
 
     def _check_move(self, spec: ProviderSpec, rp: ResourceProvider) -> None:
         """Moving a provider that has a parent needs re-parenting (1.37); a root may always."""
-        old = rp.parent_provider_uuid
-        if old is None or old == spec.parent or self.client.supports(REPARENT_VERSION):
+        if not is_reparenting(spec, rp) or self.client.supports(REPARENT_VERSION):
             return
+        old = rp.parent_provider_uuid
         where = f"under {spec.parent}" if spec.parent else "a root"
         raise MicroversionUnsupported(
             f"provider {spec.uuid} is a child of {old} (in the tree of "
@@ -289,13 +332,12 @@ class _Run:
         self, specs: Sequence[ProviderSpec], found: dict[str, ResourceProvider]
     ) -> dict[str, ResourceProvider]:
         """Create, rename or re-parent what differs from the listings, parents first."""
-        for spec in specs:
-            rp = found.get(spec.uuid)
-            if rp is None:
+        for spec, step in provider_steps(specs, found):
+            if step is Step.CREATE:
                 rp = self._create(spec)
                 found[rp.uuid] = rp
-            elif rp.name != spec.name or rp.parent_provider_uuid != spec.parent:
-                found[rp.uuid] = self._update(spec, rp)
+            elif step is Step.UPDATE:
+                found[spec.uuid] = self._update(spec, found[spec.uuid])
         return found
 
     def _update(self, spec: ProviderSpec, rp: ResourceProvider) -> ResourceProvider:
@@ -330,13 +372,12 @@ class _Run:
                 rp = self.client.get_provider(spec.uuid, global_request_id=self.request_id)
             except ProviderNotFound:
                 raise self._name_held(spec, exc) from exc
-            if rp.name != spec.name or rp.parent_provider_uuid != spec.parent:
+            if needs_update(spec, rp):
                 return self._update(spec, rp)
             return rp
+        # Created by this call, at generation 0: empty, proven (the gateway
+        # cached its three fields from the create's answer).
         self.created.append(rp.uuid)
-        for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
-            # Created by this call, at generation 0: empty, proven.
-            self.client.cache.put(kind(rp.uuid, rp.generation))
         return rp
 
     def _name_held(self, spec: ProviderSpec, exc: DuplicateName) -> DuplicateName:
@@ -360,19 +401,27 @@ class _Run:
     ) -> None:
         """Delete what the caller owns and no longer describes, leaves first.
 
+        The listings nominate (:func:`~reportclient._engine.reconcile_plan.prune_plan`);
+        each nominee is read again just before its DELETE and deleted only if
+        it is still under an owned root (``prune_verdict``). One moved into
+        another tree since the listing is left alone and reported in
+        ``moved``; one gone is skipped. That read is one request per
+        nominee, so a reconcile that nominates nothing costs what it did.
         Every deletion is tried; one refused (allocations, or a child added
-        meanwhile) keeps its ancestors too, and ends the call with
+        meanwhile) keeps its doomed ancestors too, and ends the call with
         ``ProviderInUse`` naming them once the others are done.
         """
-        owned = set(delete_roots)
-        if not self.merge:
-            owned |= {s.uuid for s in specs if s.parent is None}
-        parents = {uuid: rp.parent_provider_uuid for uuid, rp in found.items()}
-        doomed = doomed_providers(parents, {s.uuid for s in specs}, owned)
+        plan = prune_plan(specs, found, delete_roots, self.merge)
         refused: list[tuple[str, ProviderInUse]] = []
         kept: set[str] = set()
-        for uuid in doomed:
+        for uuid in plan.doomed:
             if uuid in kept:
+                continue
+            verdict = prune_verdict(self._reread(uuid), plan.owned)
+            if verdict is PruneVerdict.MOVED:
+                self.moved.append(uuid)
+                continue
+            if verdict is PruneVerdict.GONE:
                 continue
             self.requests += 1
             try:
@@ -381,11 +430,19 @@ class _Run:
                 continue  # deleted by someone else meanwhile: what we wanted
             except ProviderInUse as exc:
                 refused.append((uuid, exc))
-                kept |= ancestors(uuid, parents) & set(doomed)
+                kept |= kept_by_refusal(uuid, plan)
                 continue
             self.deleted.append(uuid)
         if refused:
             raise self._refused(refused, kept, found) from refused[0][1]
+
+    def _reread(self, uuid: str) -> ResourceProvider | None:
+        """The provider as Placement holds it now (None: gone), counted."""
+        self.requests += 1
+        try:
+            return self.client.get_provider(uuid, global_request_id=self.request_id)
+        except ProviderNotFound:
+            return None
 
     def _refused(
         self,
@@ -407,7 +464,13 @@ class _Run:
             + (f"; kept with them, as their ancestors: {', '.join(kept_by)}" if kept_by else "")
             + ". Everything else is done: every described provider and field is in place"
             f" (created {list(self.created)}, updated {list(self.updated)}, "
-            f"{len(self.written)} field write(s)) and deleted {list(self.deleted)}."
+            f"{len(self.written)} field write(s)) and deleted {list(self.deleted)}"
+            + (
+                f"; left alone, as moved to a tree not owned: {list(self.moved)}"
+                if self.moved
+                else ""
+            )
+            + "."
             " Release or move their allocations, then reconcile again"
         )
         return type(first)(message, **_where(first))
@@ -415,41 +478,41 @@ class _Run:
     def fields(self, spec: ProviderSpec, rp: ResourceProvider, fresh: bool) -> None:
         """Bring each managed field of one provider to the description."""
         cache = self.client.cache
-        # Each known snapshot, with when the read or write that proved its
-        # content was cached (None: unknown; used in this call, not cached on).
-        known: dict[str, tuple[Snapshot, float | None]] = {}
+        now = self._now()
+        known: dict[str, Known] = {}
         for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
-            entry = cache.entry(rp.uuid, kind) if fresh or self.trust_listing else None
-            if entry is None and not self.trust_listing:
-                entry = cache.trusted_entry(rp.uuid, kind, rp.generation)
-            if entry is not None and entry[0].generation == rp.generation:
+            if self.max_staleness is not None:
+                # The agent setting: young by its own window, however the
+                # listing's generation vouches for it (a re-created provider
+                # can be back at it holding another writer's content).
+                entry = stand_in(
+                    cache.entry(rp.uuid, kind),
+                    rp.generation,
+                    now=now,
+                    max_age=self.max_staleness,
+                )
+            else:
+                # Strict: young by the cache's ttl, or created by this call.
+                candidate = (
+                    cache.entry(rp.uuid, kind)
+                    if fresh
+                    else cache.trusted_entry(rp.uuid, kind, rp.generation)
+                )
+                entry = stand_in(candidate, rp.generation)
+            if entry is not None:
                 known[kind.ROUTE] = entry
         generation = rp.generation
-        for kind, compute, custom in self._plans(spec):
-            # The union of field types is not a value of the TypeVar: Any bridges it.
-            any_kind: Any = kind
+        for plan in field_plans(spec, self.merge):
+            kind = plan.kind
             held = known.get(kind.ROUTE)
             just_read = held is None
             if held is None:
-                self.requests += 1
-                read = self.client.read(any_kind, rp.uuid, self.request_id)
-                held = (read, _taken_at(cache.entry(rp.uuid, kind), read))
+                held = self._read(kind, rp.uuid)
             start = held[0]
-            if not start.holds(compute(start.value)):
-                self._ensure(kind, custom, start)
-            result, wrote = self._write(any_kind, rp.uuid, compute, start, just_read)
-            if wrote and result.generation == generation + 1:
-                # Our write moved it from the generation the others are known
-                # at, and changed only its own field: they hold at the new one.
-                # Their content was proven when first read, not now: each
-                # keeps its taken-at, so the ttl still bounds its age.
-                known = {
-                    route: (dataclasses.replace(snap, generation=result.generation), taken)
-                    for route, (snap, taken) in known.items()
-                    if snap.generation == generation
-                }
-            elif result.generation != generation:
-                known = {}  # someone else wrote: nothing else is known any more
+            if needs_write(plan, start):
+                self._ensure(plan, start)
+            result, wrote = self._write(kind, rp.uuid, plan.compute, start, just_read)
+            known = after_write(known, generation, result, wrote)
             if result is start:
                 known[kind.ROUTE] = held  # nothing sent produced it: same age
             else:
@@ -463,49 +526,52 @@ class _Run:
                 cache.put(snap, taken_at=taken)
         self.generations[rp.uuid] = generation
 
-    def _plans(
-        self, spec: ProviderSpec
-    ) -> list[tuple[type[Snapshot], Callable[[Any], Any], Iterable[str]]]:
-        """Each field ``spec`` manages: its kind, how to compute it, the custom names it needs."""
-        plans: list[tuple[type[Snapshot], Callable[[Any], Any], Iterable[str]]] = []
-        if spec.inventories is not None:
-            plans.append((ProviderInventories, self._inventories(spec), _custom(spec.inventories)))
-        if spec.traits is not None:
-            plans.append((ProviderTraits, self._names(spec.traits), _custom(spec.traits)))
-        if spec.aggregates is not None:
-            plans.append((ProviderAggregates, self._names(spec.aggregates), ()))
-        return plans
+    def _now(self) -> float:
+        return self.clock() if self.clock is not None else 0.0
+
+    def _read(self, kind: type[Snapshot], uuid: str) -> Known:
+        """One field read, counted, with when the cache stamped it."""
+        # The union of field types is not a value of the TypeVar: Any bridges it.
+        any_kind: Any = kind
+        self.requests += 1
+        read = self.client.read(any_kind, uuid, self.request_id)
+        return read, _taken_at(self.client.cache.entry(uuid, kind), read)
 
     def remembered(self, specs: Sequence[ProviderSpec]) -> bool:
         """Whether the cache holds every field ``specs`` manages (the window trusts those)."""
         cache = self.client.cache
         return all(
-            cache.entry(spec.uuid, kind) is not None
+            cache.entry(spec.uuid, plan.kind) is not None
             for spec in specs
-            for kind, _compute, _custom in self._plans(spec)
+            for plan in field_plans(spec, self.merge)
         )
 
-    def within_window(self, spec: ProviderSpec) -> None:
+    def within_window(self, spec: ProviderSpec, window: float) -> None:
         """Bring one provider to ``spec`` from what this client last read or wrote, listing nothing.
 
-        A field whose cached content already holds the description costs no
-        request. One that differs is written at the cached generation: an
-        allocation (or another writer) since then makes it a 409, which
-        re-reads that field alone and recomputes. The other fields are not
-        re-read for it: an allocation changes no inventory, trait or
-        aggregate, and another writer's change is what the window accepts
-        not seeing until it ends.
+        A field whose cached content is younger than ``window`` and already
+        holds the description costs no request. One that differs is written
+        at the cached generation: an allocation (or another writer) since
+        then makes it a 409, which re-reads that field alone and recomputes.
+        The other fields are not re-read for it: an allocation changes no
+        inventory, trait or aggregate, and another writer's change is what
+        the window accepts not seeing until it ends. A field whose content
+        is older than ``window`` (proven before the tree's last listing,
+        then trusted by it) is read first: no content stands in for a read
+        longer than the window.
         """
         cache = self.client.cache
-        for kind, compute, custom in self._plans(spec):
-            any_kind: Any = kind
+        now = self._now()
+        for plan in field_plans(spec, self.merge):
+            kind = plan.kind
             entry = cache.entry(spec.uuid, kind)
             assert entry is not None  # checked by remembered() before any write
-            start = entry[0]
-            if start.holds(compute(start.value)):
+            just_read = not young(entry[1], now, window)
+            start = self._read(kind, spec.uuid)[0] if just_read else entry[0]
+            if not needs_write(plan, start):
                 continue
-            self._ensure(kind, custom, start)
-            result, wrote = self._write(any_kind, spec.uuid, compute, start, False)
+            self._ensure(plan, start)
+            result, wrote = self._write(kind, spec.uuid, plan.compute, start, just_read)
             if wrote:
                 # Our write moved the provider from result.generation - 1 and
                 # changed only its own field: a field known at that
@@ -550,28 +616,15 @@ class _Run:
             self.written.append((uuid, kind.ROUTE))
         return result, wrote
 
-    def _ensure(self, kind: type[Snapshot], custom: Iterable[str], start: Snapshot) -> None:
+    def _ensure(self, plan: FieldPlan, start: Snapshot) -> None:
         """Create the custom classes or traits a write will name, unless the provider has them."""
-        held = set(start.value)
-        for name in sorted(set(custom) - held - self.ensured):
+        for name in to_ensure(plan, start, self.ensured):
             self.requests += 1
-            if kind is ProviderInventories:
+            if plan.kind is ProviderInventories:
                 self.client.ensure_resource_class(name, global_request_id=self.request_id)
             else:
                 self.client.ensure_trait(name, global_request_id=self.request_id)
             self.ensured.add(name)
-
-    def _inventories(self, spec: ProviderSpec) -> Callable[[dict[str, Inventory]], Any]:
-        wanted = dict(spec.inventories or {})
-        if self.merge:
-            return lambda current: {**current, **wanted}
-        return lambda _current: dict(wanted)
-
-    def _names(self, names: Iterable[str]) -> Callable[[set[str]], set[str]]:
-        wanted = set(names)
-        if self.merge:
-            return lambda current: current | wanted
-        return lambda _current: set(wanted)
 
 
 def _taken_at(entry: tuple[Snapshot, float] | None, snap: Snapshot) -> float | None:
@@ -600,10 +653,6 @@ def _tree_anchors(specs: Sequence[ProviderSpec]) -> list[str]:
         elif spec.parent not in described:
             anchors[spec.parent] = None
     return list(anchors)
-
-
-def _custom(names: Iterable[str]) -> list[str]:
-    return [n for n in names if n.startswith("CUSTOM_")]
 
 
 def _spell(version: Microversion) -> str:
@@ -648,16 +697,24 @@ def reconcile(
         describes: each is deleted with its whole tree (except any provider
         the description moves out of it first). One already gone is
         skipped. Never needed for children of a described root.
+
+    Every provider to delete is read again just before its DELETE; one that
+    a read shows in a tree the caller does not own (re-parented there by
+    another writer since the listing) is not deleted, and is reported in
+    ``moved``.
     :param max_staleness: the agent setting (None: strict, every write
         proven by a listing and a young snapshot). Seconds during which this
         client trusts the tree it last proved and what it last read or
         wrote of each field: an unchanged description then costs no request,
         a changed field one write at the cached generation (a 409 re-reads
         that field and recomputes). Past the window the tree is proven
-        again: one listing per tree, and a field read only where the
-        listing's generation differs from the cached one. A change by
-        another writer inside the window is not seen until the window ends
-        or a write conflicts. :data:`AGENT_MAX_STALENESS` (300 s, nova's
+        again: one listing per tree, and every field read whose content
+        was not proven within ``max_staleness`` (a cached snapshot never
+        stands in for a read longer than that, whatever the generations
+        say: a re-created provider can be back at the cached one). A change
+        by another writer inside the window is not seen until the window
+        ends or a write conflicts; every field is read at least once per
+        window. :data:`AGENT_MAX_STALENESS` (300 s, nova's
         association refresh) is the recommended value for compute agents.
     :param memory: where the client keeps the trees it proved (required
         with ``max_staleness``; ``ProviderClient`` passes its own).
@@ -689,12 +746,12 @@ def reconcile(
     if memory is None:
         raise InvalidInput("max_staleness needs a memory of the trees proven")
     if not named and memory.fresh(described, merge, max_staleness):
-        run = _Run(client, merge, global_request_id, trust_listing=True)
+        run = _Run(client, merge, global_request_id, max_staleness, memory.clock)
         if run.remembered(described):
             run.trusted = True
             try:
                 for spec in described:
-                    run.within_window(spec)
+                    run.within_window(spec, max_staleness)
                 return run.report()
             except ProviderNotFound:
                 # Deleted behind our back (an operator, a re-created node):
@@ -702,7 +759,7 @@ def reconcile(
                 memory.forget(described)
                 requests = run.requests
                 report = _reconcile_remembered(
-                    _Run(client, merge, global_request_id, trust_listing=True),
+                    _Run(client, merge, global_request_id, max_staleness, memory.clock),
                     described,
                     named,
                     memory,
@@ -711,7 +768,7 @@ def reconcile(
             except BaseException:
                 memory.forget(described)
                 raise
-    run = _Run(client, merge, global_request_id, trust_listing=True)
+    run = _Run(client, merge, global_request_id, max_staleness, memory.clock)
     return _reconcile_remembered(run, described, named, memory)
 
 

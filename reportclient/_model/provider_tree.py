@@ -167,3 +167,8 @@ class ReconcileReport:
     #: True when the agent setting (``max_staleness``) trusted the tree this
     #: client last proved, within its window: nothing was listed or read.
     trusted: bool = False
+    #: Providers the listings showed in an owned tree and the description
+    #: dropped, but which a read just before their DELETE showed moved into a
+    #: tree the caller does not own (re-parented by another writer): left
+    #: alone, never deleted. Disjoint from ``deleted``; leaves first.
+    moved: tuple[str, ...] = ()

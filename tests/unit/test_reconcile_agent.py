@@ -68,9 +68,10 @@ def test_steady_periods_inside_the_window_cost_no_request(
     assert fake.requests == []
 
 
-def test_past_the_window_an_unchanged_tree_is_proven_by_its_listing_alone(
+def test_past_the_window_an_unchanged_tree_costs_its_listing_and_one_read_per_field(
     providers: ProviderClient, fake: FakePlacement, clock: FakeClock
 ) -> None:
+    """Every field is proven again once per window, whatever the listing's generations say."""
     root, child = new_uuid(), new_uuid()
     providers.reconcile(tree(root, child), max_staleness=WINDOW)
     periods(providers, tree(root, child), clock, 5)
@@ -81,11 +82,25 @@ def test_past_the_window_an_unchanged_tree_is_proven_by_its_listing_alone(
 
     assert not report.trusted
     assert [(r.method, r.path.split("?")[0]) for r in fake.requests] == [
-        ("GET", "/resource_providers")
+        ("GET", "/resource_providers"),
+        ("GET", f"/resource_providers/{root}/inventories"),
+        ("GET", f"/resource_providers/{root}/traits"),
+        ("GET", f"/resource_providers/{root}/aggregates"),
+        ("GET", f"/resource_providers/{child}/inventories"),
     ]
-    assert report.requests == 1
-    # and the listing renewed the window
+    assert report.requests == 5 and report.written == ()
+    # the listing renewed the window, and the reads every field's proof
     assert periods(providers, tree(root, child), clock, 4) == [0, 0, 0, 0]
+
+
+def test_a_steady_agent_pays_one_listing_and_one_read_per_field_once_per_window(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+
+    # a period of 60 s and a window of 300: every sixth period proves the tree
+    assert periods(providers, tree(root, child), clock, 18) == [0, 0, 0, 0, 0, 1 + 4] * 3
 
 
 def test_a_changed_description_inside_the_window_costs_one_write(
@@ -135,20 +150,71 @@ def test_an_allocation_moving_the_generation_costs_no_field_reread(
     assert periods(providers, tree(root, child, vcpus=32), clock, 2) == [0, 0]
 
 
-def test_past_the_window_only_a_provider_whose_generation_moved_is_read(
+def test_past_the_window_a_field_proven_within_it_is_not_read_again(
     providers: ProviderClient, fake: FakePlacement, clock: FakeClock
 ) -> None:
     root, child = new_uuid(), new_uuid()
     providers.reconcile(tree(root, child), max_staleness=WINDOW)
-    fake.put_allocations(new_uuid(), {child: {"CUSTOM_GPU": 1}})
+    clock.advance(200)
+    providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)  # proven at 200
     fake.reset_requests()
-    clock.advance(WINDOW + 1)
+    clock.advance(101)  # the tree's window ended; the inventories are 101 s old
 
-    report = providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    report = providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)
 
     paths = [r.path.split("?")[0] for r in fake.requests]
-    assert paths == ["/resource_providers", f"/resource_providers/{child}/inventories"]
+    assert paths == [
+        "/resource_providers",
+        f"/resource_providers/{root}/traits",
+        f"/resource_providers/{root}/aggregates",
+        f"/resource_providers/{child}/inventories",
+    ]
     assert report.written == ()
+
+
+def test_a_field_trusted_by_the_last_listing_is_read_once_its_own_proof_is_a_window_old(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    clock.advance(200)
+    providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)  # proven at 200
+    clock.advance(101)
+    providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)  # listed at 301
+    fake.reset_requests()
+    clock.advance(200)  # 501: inside the tree's window, the inventories 301 s old
+
+    report = providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)
+
+    assert report.trusted
+    assert [(r.method, r.path) for r in fake.requests] == [
+        ("GET", f"/resource_providers/{root}/inventories")
+    ]
+    assert report.requests == 1 and report.written == ()
+
+
+def test_a_provider_recreated_back_at_the_cached_generation_is_restored_within_one_window(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    """Another writer deletes and re-creates the provider under its uuid, back at our generation."""
+    root = new_uuid()
+    specs = [ProviderSpec(root, "cn", inventories={"VCPU": 16}, traits={"HW_CPU_X86_AVX2"})]
+    ours = providers.reconcile(specs, max_staleness=WINDOW).generations[root]
+    other = make_client(fake, microversion="1.39").providers
+    other.delete_provider(root)
+    fake.create_provider("cn", root)
+    fake.set_inventory(root, {"VCPU": 4})
+    fake.set_traits(root, ["COMPUTE_TRUSTED_CERTS"])
+    assert fake.provider_generation(root) == ours  # the generation cannot tell
+
+    clock.advance(60)
+    assert providers.reconcile(specs, max_staleness=WINDOW).requests == 0  # the window's risk
+    clock.advance(WINDOW)
+    report = providers.reconcile(specs, max_staleness=WINDOW)
+
+    assert fake.inventory(root)["VCPU"].total == 16
+    assert fake.traits(root) == {"HW_CPU_X86_AVX2"}
+    assert set(report.written) == {(root, "inventories"), (root, "traits")}
 
 
 def test_another_writers_change_inside_the_window_is_repaired_once_the_window_ends(
