@@ -237,7 +237,7 @@ class BatchWrite(
         )
 
     def conflicted(self, post: Post, exc: GenerationConflict) -> None:
-        """Forget every consumer; keep "expected N" when it can only be about one of them."""
+        """Keep "expected N" if it can only be about one consumer (the gateway forgot them all)."""
         # Placement names no consumer in a POST's conflict: "expected N but got
         # None" is about a write sent as new, and unambiguous only when exactly
         # one write was (an "expected N" for another consumer must not stick).
