@@ -24,7 +24,10 @@ After both calls returned, the cache is judged against Placement, read by a sepa
 
 The target is 0 wrong at every offset. ``old`` counts rounds where B's answer showed the
 state before A's write, ``old+late`` those where it also returned after A's call had (the
-issue's interleaving); ``errors`` counts rounds where either call raised (not judged).
+issue's interleaving); ``errors`` counts rounds where either call raised (not judged). A line
+under the table splits the wrong rounds by that order: a stale answer stored *before* A's
+acknowledgement is as wrong in the end as one stored after it, if the acknowledgement (whose
+request was sent before B's answer was stored) is then taken for the overlapping answer.
 
 Requests are counted at the wire (a requests transport adapter on the client's session,
 per thread): ``A req/op`` is what thread A's operation cost in the overlap rounds, and a
@@ -369,6 +372,18 @@ def _errors(errors: dict[str, int]) -> str:
     return ", ".join(f"{k} x{v}" for k, v in errors.items()) or "0"
 
 
+def _wrong_by_order(rows: list[dict[str, Any]]) -> str:
+    """How the wrong rounds split by whether B's answer returned before or after A's call."""
+    judged = [d for r in rows for d in r["round_detail"] if d["error"] is None]
+    wrong = [d for d in judged if d["wrong"]]
+    first = sum(d["old"] and not d["late"] for d in wrong)
+    last = sum(d["old"] and d["late"] for d in wrong)
+    return (
+        f"wrong {len(wrong)} of {len(judged)} judged rounds: B's old answer returned before A's "
+        f"call {first}, after it {last}, B's answer not old {len(wrong) - first - last}"
+    )
+
+
 def render(
     rows: list[dict[str, Any]], alone: list[dict[str, Any]], meta: dict[str, Any]
 ) -> list[str]:
@@ -389,6 +404,7 @@ def render(
             for r in rows
         ],
     )  # fmt: skip
+    lines += ["", _wrong_by_order(rows)]
     lines += [
         "",
         "Requests per operation alone (counted at the wire); * must hold",

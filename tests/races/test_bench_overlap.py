@@ -67,6 +67,8 @@ def test_quick_run_prints_one_row_per_operation_and_offset(tmp_path: Path) -> No
     assert all(len(r) == len(OVERLAP_COLUMNS) for r in rows), rows
     assert {(r[0], r[1]) for r in rows} == {("mariadb", "2")}
 
+    assert any(x.startswith("wrong ") and "judged rounds" in x for x in lines), lines
+
     requests_at = lines.index(next(x for x in lines if x.startswith("Requests per operation")))
     header, rows = _table(lines[requests_at:], "database")
     assert header == REQUEST_COLUMNS  # the PASS/MISS column has no title
