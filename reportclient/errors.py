@@ -181,16 +181,12 @@ class GenerationConflict(PlacementError):
 
     ``attempts`` is how many writes were tried before giving up;
     ``consumer_conflict`` tells a stale consumer generation apart from a
-    race between writers inside Placement. ``backoff_hint`` is the window,
-    in seconds, the engine suggests contending writers spread over before
-    the next attempt (None when the write lost to a stale cache or guess,
-    which is re-read at once); the default policy's wait uses it.
+    race between writers inside Placement.
     """
 
     def __init__(self, message: str, *, attempts: int = 1, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.attempts = attempts
-        self.backoff_hint: float | None = None
 
     @property
     def consumer_conflict(self) -> bool:

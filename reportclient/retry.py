@@ -63,12 +63,14 @@ class wait_full_jitter(tenacity.wait.wait_base):  # noqa: N801 - tenacity's nami
 class wait_contention(tenacity.wait.wait_base):  # noqa: N801 - tenacity's naming
     """Full jitter over the engine's window for contending writers, else :class:`wait_full_jitter`.
 
-    A conflict on a write computed from a state just read carries the
-    engine's ``backoff_hint`` (:class:`~reportclient.errors.GenerationConflict`):
-    the window, learned per subject, that the writers colliding there need
-    to take turns in (``reportclient._engine.contention`` says how). The
-    sleep is a uniform share of ``min(cap, hint)``. Anything else (Placement
-    unreachable, a 5xx) backs off as :class:`wait_full_jitter` does.
+    After a conflict between writers contending on a subject, the engine
+    lends the policy's wait the window, learned per subject, that they need
+    to take turns in (``reportclient._engine.contention`` says how), as the
+    ``contention_window`` of the retry state it passes (the exception the
+    caller may catch carries none). The sleep is a uniform share of
+    ``min(cap, window)``. Anything else (Placement unreachable, a 5xx, a
+    wait called outside the engine) backs off as :class:`wait_full_jitter`
+    does.
 
     :param rand: returns a float in [0, 1); pin it in tests.
     """
@@ -84,10 +86,9 @@ class wait_contention(tenacity.wait.wait_base):  # noqa: N801 - tenacity's namin
         self.fallback = wait_full_jitter(base, cap, rand)
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        hint = getattr(exc, "backoff_hint", None)
-        if isinstance(hint, int | float) and hint > 0:
-            return float(min(self.cap, hint) * self.rand())
+        window = getattr(retry_state, "contention_window", None)
+        if isinstance(window, int | float) and window > 0:
+            return float(min(self.cap, window) * self.rand())
         return float(self.fallback(retry_state))
 
 

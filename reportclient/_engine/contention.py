@@ -1,10 +1,11 @@
 """How long writers that collided on one subject wait before trying again.
 
 A conflict on a write computed from a state just read means writers
-contend, and they need a window to take turns in; the engine suggests it
-(``backoff_hint`` on the conflict) and the default policy's wait takes a
-uniform share of it (a policy of the caller's own may ignore it). A fixed
-window cannot suit every level of contention. Measured on 4 gunicorn
+contend, and they need a window to take turns in; the engine lends it to
+the policy's wait (``contention_window`` on the retry state, see
+:mod:`.attempt_step`) and the default policy's wait takes a uniform
+share of it (a policy of the caller's own may ignore it). A fixed window
+cannot suit every level of contention. Measured on 4 gunicorn
 workers over MariaDB, N writers (one client each) adding to one consumer,
 nova's client beside (``bench/run.py --placement mariadb --contention-only
 --fixed-window --with-nova``): a fixed 3 s first window gave 2 writers 9-10

@@ -7,11 +7,10 @@ the write from it, *send* it, and *settle* what a lost answer left open. The
 four steps are hooks a subclass fills in for its own subject; everything
 between them is here, once:
 
-* a conflict marks the next attempt to read, and records whether the failed
-  write was computed from a state just read (contention) or from a cache or
-  guess (a stale premise), which is what the policy's wait depends on; a
-  contended conflict carries the window the client suggests the writers
-  spread over (``backoff_hint``, from :mod:`reportclient._engine.contention`);
+* a conflict is judged by the attempt step (:mod:`.attempt_step`, a pure
+  table): whether to look at once, and whether the next attempt goes at
+  once (a wrong guess, an untouched field) or after the policy's wait over
+  the window the client lends it (:mod:`.contention`), counted or not;
 * a lost answer (reset, read timeout, 5xx) keeps the write as *pending*,
   reads at once, and judges every pending write by the one fate rule
   (:mod:`reportclient._engine.fate`): not landed is dropped, pending is
@@ -38,6 +37,7 @@ from typing import Any, Generic, TypeVar
 
 import tenacity
 
+from reportclient._engine.attempt_step import Conflict, Next, after_conflict, look
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence, Fate, combine, fate
 from reportclient.errors import (
@@ -103,12 +103,9 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         self.pending: list[SentT] = []
         #: The last state read during this operation.
         self.last_read: StateT | None = None
-        #: Whether the last conflict's re-read showed what the write changes
-        #: untouched: the generation moved under writes of something else.
-        self.untouched = False
-        #: Whether the last conflict is retried at once (a stale premise, or
-        #: an untouched field) rather than after the policy's wait.
-        self.at_once = False
+        #: What the attempt step decided after the last failure (None: it
+        #: was no conflict, and the policy's own wait applies).
+        self.next: Next | None = None
         self._lost: PlacementUnavailable | None = None
         self._prefetched: StateT | None = None
         self._must_read = False
@@ -245,22 +242,17 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             result = self.send(planned)
         except GenerationConflict as exc:
             self._must_read = True
-            self.untouched = False
             exc.attempts = number
             self.conflicted(planned, exc)
-            stale = exc.consumer_conflict or exc.provider_conflict
-            # A write from a fresh read, or one that lost an in-server race
-            # (Placement's own generation bump, beside other writers of the
-            # same providers): look whether what it changes was touched.
-            if (fresh or not stale) and not isinstance(exc, ConsumerChanged):
-                self._look_after_conflict(planned)
-            # A stale premise (cache or guess) or an untouched field: retry at once.
-            self.at_once = self.untouched or (stale and not fresh)
-            if not self.at_once:
-                # The look's read only serves a retry sent at once: after
-                # the policy's wait it is as stale as a cache, and a write
-                # from it would collide again (measured at 64 writers on one
-                # consumer: a third of the retries were sent from it).
+            conflict = Conflict(
+                premise_read=fresh,
+                stale=exc.consumer_conflict or exc.provider_conflict,
+                ends=isinstance(exc, ConsumerChanged),
+            )
+            touched = self._look_after_conflict(planned) if look(conflict) else None
+            self.next = after_conflict(conflict, touched)
+            if self.next is Next.CONTENDED:
+                # The look's read only serves a retry sent at once.
                 self._prefetched = None
                 self._must_read = True
                 if self._memory is not None:
@@ -270,7 +262,6 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
                     self._window = self._memory.window(
                         self.subject, cycle, self._contended_conflicts, landed, self._window
                     )
-                    exc.backoff_hint = self._window
             raise
         except PlacementUnavailable as exc:
             if not exc.outcome_unknown:
@@ -289,6 +280,11 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         # expected a subject to be missing) that this write consumed.
         self.pending.clear()
         return result
+
+    @property
+    def window(self) -> float | None:
+        """The window lent to the policy's wait after a contended conflict, if any."""
+        return self._window if self.next is Next.CONTENDED else None
 
     def succeeded(self) -> None:
         """Tell the contention memory what this operation needed."""
@@ -351,15 +347,17 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         ]
         return None
 
-    def _look_after_conflict(self, sent: SentT) -> None:
+    def _look_after_conflict(self, sent: SentT) -> bool | None:
+        """Look, keeping the read for a retry at once; whether it was touched (None: no look)."""
         try:
             looked = self.look_after_conflict(sent)
         except PlacementUnavailable:
-            return  # the next attempt reads anyway
-        if looked is not None:
-            self._prefetched, touched = looked
-            self.untouched = not touched
-            self._must_read = False
+            return None  # the next attempt reads anyway
+        if looked is None:
+            return None
+        self._prefetched, touched = looked
+        self._must_read = False
+        return touched
 
     def _after_lost_answer(self, error: PlacementUnavailable) -> ResultT:
         """Look at once; settle the operation if the read proves enough, else retry later."""
@@ -374,7 +372,7 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
             LOG.info("%s: answer lost, but Placement holds what was asked", self.subject)
             return settled.value
         self._prefetched = state
-        self.untouched = self.at_once = False
+        self.next = None
         raise error
 
 
@@ -464,21 +462,28 @@ def _operation_policy(
     free = [0]  # untouched retries so far, not counted as attempts
 
     def routine(exc: BaseException | None) -> bool:
-        return isinstance(exc, GenerationConflict) and write.at_once
+        return isinstance(exc, GenerationConflict) and write.next is not None and write.next.at_once
 
     def counted(state: tenacity.RetryCallState) -> tenacity.RetryCallState:
-        """``state`` as the policy sees it: untouched retries are not attempts."""
-        if not free[0]:
+        """``state`` as the policy sees it: untouched retries are not attempts.
+
+        The window the engine lends a contended conflict rides on this copy
+        (``contention_window``), never on the exception a caller catches.
+        """
+        window = write.window
+        if not free[0] and window is None:
             return state
         seen = copy.copy(state)
         seen.attempt_number = state.attempt_number - free[0]
+        seen.contention_window = window  # type: ignore[attr-defined]
         return seen
 
     def stop(state: tenacity.RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome else None
         if (
             isinstance(exc, GenerationConflict)
-            and write.untouched
+            and write.next is not None
+            and not write.next.counted
             and free[0] < UNTOUCHED_RETRIES
             and not (state.attempt_number == 1 and user_stop(state))
         ):

@@ -1,7 +1,7 @@
 """Which conflicts wait, and for how long: the engine's window, pinned.
 
 The policy decides when (its wait takes a uniform share of the engine's
-window, ``backoff_hint``); the engine decides what and suggests how long,
+window, lent as ``contention_window``); the engine decides what and suggests how long,
 from what the conflict and its own history on the subject tell it.
 """
 
