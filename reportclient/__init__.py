@@ -6,6 +6,7 @@ Scheduler code claims and reads consumers' allocations through
 consumer, recomputing the allocations and writing again.
 """
 
+from reportclient._clients.core import ClientSettings
 from reportclient._clients.placement import PlacementClient
 from reportclient._clients.providers import ProviderClient
 from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
@@ -98,6 +99,7 @@ __all__ = [
     "CandidatesQuery",
     "CannotDeleteParent",
     "CapacityExceeded",
+    "ClientSettings",
     "ConsumerAllocations",
     "ConsumerChanged",
     "ConsumerGone",

@@ -44,19 +44,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import time
-from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
-import tenacity
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 
+from reportclient._clients.core import ClientSettings, SessionOptions, check_settings
 from reportclient._clients.placement import PlacementClient
-from reportclient._engine.consumer_write import DEFAULT_CONSUMER_TYPE
 from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL
 from reportclient._wire.transport import (
     DEFAULT_POOL_SIZE,
@@ -431,24 +428,16 @@ def client_from_conf(
     conf: cfg.ConfigOpts,
     group: str = DEFAULT_GROUP,
     *,
-    retry: tenacity.Retrying | None = None,
-    cache_size: int | None = None,
-    cache_ttl: float | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    microversion: str | None = None,
-    global_request_id: str | None = None,
-    timeout: Timeout | None = None,
     pool_size: int | None = None,
-    default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
-    reconcile_max_staleness: float | None = None,
+    **overrides: Unpack[ClientSettings],
 ) -> PlacementClient:
     """A client configured by an oslo.config group, as nova configures ``[placement]``.
 
     Registers the options (:func:`register_opts`), then loads the auth
     plugin named by ``auth_type``, the Session and the Adapter with
-    keystoneauth1's loaders. Every keyword argument wins over its option;
-    None means "as the group says". They are those of
-    :class:`~reportclient.PlacementClient`, plus ``pool_size``.
+    keystoneauth1's loaders. Every keyword argument (those of
+    :class:`~reportclient.ClientSettings`, plus ``pool_size``) wins over its
+    option; None, or leaving it out, means "as the group says".
 
     :param retry: a policy; without one, ``retry_attempts``,
         ``retry_deadline``, ``retry_backoff_base`` and ``retry_backoff_cap``
@@ -459,10 +448,12 @@ def client_from_conf(
     :raises InvalidInput: an option holds a value that cannot be used (an
         unknown interface, a negative ``cache_ttl``, a microversion out of range).
     """
+    check_settings(overrides, "client_from_conf")
     oslo_cfg = _register(conf, group, "reportclient.config.client_from_conf")
     own = _settings(oslo_cfg, conf, group)
     interfaces = _interfaces(oslo_cfg, conf, group)
     auth = _load_auth(oslo_cfg, conf, group)
+    timeout = overrides.get("timeout")
     pair = (
         validate_timeout(timeout)
         if timeout is not None
@@ -475,26 +466,28 @@ def client_from_conf(
     except (TypeError, ValueError, oslo_cfg.Error) as exc:
         raise InvalidInput(f"[{group}] session options: {exc}") from exc
     size_pool(session.session, own["pool_size"] if pool_size is None else pool_size)
-    return PlacementClient(
-        _load_adapter(oslo_cfg, conf, group, session, auth, interfaces),
-        retry=retry
-        if retry is not None
-        else default_retry(
+
+    def given_or_own(name: str) -> Any:
+        value = overrides.get(name)
+        return own[name] if value is None else value
+
+    settings: ClientSettings = {
+        **overrides,
+        "retry": overrides.get("retry")
+        or default_retry(
             attempts=own["retry_attempts"],
             deadline=own["retry_deadline"],
             base=own["retry_backoff_base"],
             cap=own["retry_backoff_cap"],
         ),
-        cache_size=own["cache_size"] if cache_size is None else cache_size,
-        cache_ttl=own["cache_ttl"] if cache_ttl is None else cache_ttl,
-        clock=clock,
-        microversion=own["microversion"] if microversion is None else microversion,
-        global_request_id=global_request_id,
-        timeout=pair,
-        default_consumer_type=default_consumer_type,
-        reconcile_max_staleness=own["reconcile_max_staleness"]
-        if reconcile_max_staleness is None
-        else reconcile_max_staleness,
+        "cache_size": given_or_own("cache_size"),
+        "cache_ttl": given_or_own("cache_ttl"),
+        "microversion": given_or_own("microversion"),
+        "timeout": pair,
+        "reconcile_max_staleness": given_or_own("reconcile_max_staleness"),
+    }
+    return PlacementClient(
+        _load_adapter(oslo_cfg, conf, group, session, auth, interfaces), **settings
     )
 
 
@@ -526,15 +519,7 @@ def client_from_cloud(
     cloud: str | None = None,
     *,
     connection: Any = None,
-    retry: tenacity.Retrying | None = None,
-    cache_size: int = DEFAULT_CACHE_SIZE,
-    cache_ttl: float = DEFAULT_CACHE_TTL,
-    clock: Callable[[], float] = time.monotonic,
-    microversion: str | None = None,
-    global_request_id: str | None = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
-    reconcile_max_staleness: float | None = None,
+    **settings: Unpack[ClientSettings],
 ) -> PlacementClient:
     """A client for a ``clouds.yaml`` cloud, through openstacksdk.
 
@@ -544,12 +529,13 @@ def client_from_cloud(
     Session. Without ``connection``, ``openstack.connect(cloud=cloud)``
     reads ``clouds.yaml`` (``OS_CLIENT_CONFIG_FILE`` to point elsewhere) or,
     with no cloud named, ``OS_CLOUD`` and ``OS_*`` variables. The other
-    keyword arguments are :class:`~reportclient.PlacementClient`'s.
+    keyword arguments are :class:`~reportclient.ClientSettings`.
 
     :raises MissingExtra: without openstacksdk, when no connection is given.
     :raises PlacementAuthError: keystoneauth1 refused the cloud's auth
         options (openstacksdk raises its own errors for a cloud it cannot read).
     """
+    check_settings(settings, "client_from_cloud")
     if connection is None:
         openstack = _require("openstack", "sdk", "reportclient.config.client_from_cloud")
         try:
@@ -557,32 +543,13 @@ def client_from_cloud(
         except ks_exc.ClientException as exc:
             raise PlacementAuthError(f"cloud {cloud!r}: {exc}") from exc
     adapter: ks_adapter.Adapter = connection.placement
-    return PlacementClient(
-        adapter,
-        retry=retry,
-        cache_size=cache_size,
-        cache_ttl=cache_ttl,
-        clock=clock,
-        microversion=microversion,
-        global_request_id=global_request_id,
-        timeout=timeout,
-        default_consumer_type=default_consumer_type,
-        reconcile_max_staleness=reconcile_max_staleness,
-    )
+    return PlacementClient(adapter, **settings)
 
 
 def client_from_env(
     *,
-    retry: tenacity.Retrying | None = None,
-    cache_size: int = DEFAULT_CACHE_SIZE,
-    cache_ttl: float = DEFAULT_CACHE_TTL,
-    clock: Callable[[], float] = time.monotonic,
-    microversion: str | None = None,
-    global_request_id: str | None = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
     pool_size: int = DEFAULT_POOL_SIZE,
-    default_consumer_type: str = DEFAULT_CONSUMER_TYPE,
-    reconcile_max_staleness: float | None = None,
+    **settings: Unpack[ClientSettings],
 ) -> PlacementClient:
     """A client configured by ``OS_*`` environment variables, as the ``openstack`` CLI reads them.
 
@@ -595,11 +562,12 @@ def client_from_env(
     ``OS_PLACEMENT_ENDPOINT_OVERRIDE``, and ``OS_PLACEMENT_API_VERSION``
     (pins the microversion, as osc-placement does, unless ``microversion``
     is given). The other keyword arguments are
-    :class:`~reportclient.PlacementClient`'s.
+    :class:`~reportclient.ClientSettings`.
 
     :raises PlacementAuthError: the auth type is unknown or its required
         options are missing.
     """
+    check_settings(settings, "client_from_env")
     parser = argparse.ArgumentParser(add_help=False)
     ks_loading.register_session_argparse_arguments(parser)
     ks_adapter.register_adapter_argparse_arguments(parser, service_type=_SERVICE_TYPE)
@@ -611,24 +579,17 @@ def client_from_env(
     except ks_exc.ClientException as exc:
         raise PlacementAuthError(f"OS_* auth variables: {exc}") from exc
     # argparse's own default timeout (600 s) is no timeout the caller chose.
-    pair = validate_timeout(timeout)
+    pair = validate_timeout(settings.get("timeout", DEFAULT_TIMEOUT))
     session = ks_loading.load_session_from_argparse_arguments(args, auth=auth, timeout=max(pair))
-    return PlacementClient.from_session(
-        session,
-        pool_size=pool_size,
-        retry=retry,
-        cache_size=cache_size,
-        cache_ttl=cache_ttl,
-        clock=clock,
-        microversion=microversion or args.os_placement_api_version or None,
-        global_request_id=global_request_id,
-        timeout=pair,
-        default_consumer_type=default_consumer_type,
-        reconcile_max_staleness=reconcile_max_staleness,
+    options: SessionOptions = {
         # The generic OS_SERVICE_TYPE and OS_ENDPOINT_OVERRIDE name some other
         # service as often as Placement; only the OS_PLACEMENT_* ones are read.
-        service_type=args.os_placement_service_type or _SERVICE_TYPE,
-        interface=args.os_placement_interface or args.os_interface,
-        region_name=args.os_region_name,
-        endpoint_override=args.os_placement_endpoint_override,
-    )
+        "service_type": args.os_placement_service_type or _SERVICE_TYPE,
+        "interface": args.os_placement_interface or args.os_interface,
+        "region_name": args.os_region_name,
+        "endpoint_override": args.os_placement_endpoint_override,
+    }
+    options.update(cast(SessionOptions, settings))  # its keys are a subset
+    options["microversion"] = settings.get("microversion") or args.os_placement_api_version or None
+    options["timeout"] = pair
+    return PlacementClient.from_session(session, pool_size=pool_size, **options)

@@ -74,7 +74,7 @@ def test_neutrons_endpoint_type_internal_picks_the_internal_endpoint(
 
     claim_and_check(client, real_placement, placement_admin, compute_node)
 
-    assert client._transport._adapter.interface == ["internal"]
+    assert client._core.transport._adapter.interface == ["internal"]
 
 
 @pytest.mark.parametrize(

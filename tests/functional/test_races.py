@@ -434,7 +434,7 @@ def test_concurrent_adds_through_one_shared_client_take_turns(
     """
     rp, consumer = _claimed_consumer(real_placement, placement_admin)
     client = make_client(real_placement, retry=fast_retry())
-    turns = client._contention.turns
+    turns = client._core.contention.turns
     add = add_allocations({rp: {"VCPU": 1}})
     first = threading.Lock()
 

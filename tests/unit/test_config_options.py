@@ -133,7 +133,7 @@ def test_own_options_shape_the_client(tmp_path, wire):
 
     assert client.microversion == "1.30"
     assert client.cache_stats().maxsize == 7
-    session = client._transport._adapter.session.session
+    session = client._core.transport._adapter.session.session
     assert {prefix: a._pool_maxsize for prefix, a in session.adapters.items()} == {
         "http://": 3,
         "https://": 3,
@@ -178,10 +178,16 @@ def test_a_misspelt_keyword_is_a_type_error(tmp_path):
 @pytest.mark.parametrize(
     "builder", [config.client_from_conf, config.client_from_cloud, config.client_from_env]
 )
-def test_builders_take_named_keywords_only(builder):
-    kinds = {p.kind for p in inspect.signature(builder).parameters.values()}
+def test_builders_take_the_typed_settings_and_nothing_else(builder, tmp_path):
+    """The shared keywords are declared once (ClientSettings), typed, and checked at run time."""
+    params = inspect.signature(builder).parameters.values()
+    var = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
+    args = (make_conf(tmp_path, ADMIN_TOKEN_CONF),) if builder is config.client_from_conf else ()
 
-    assert inspect.Parameter.VAR_KEYWORD not in kinds
+    assert len(var) == 1
+    assert str(var[0].annotation) == "Unpack[ClientSettings]"
+    with pytest.raises(TypeError, match="cache_tll"):
+        builder(*args, cache_tll=60)
 
 
 def test_list_opts_documents_reportclients_own_options_with_help():

@@ -109,7 +109,7 @@ def test_a_stale_cache_is_re_read_at_once_and_carries_no_window(wire, cached_cli
     )
     wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 2))
     sleeps: list[float] = []
-    cached_client._retry = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
+    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
     cached_client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
 
     cached_client.update_allocations(
@@ -117,6 +117,7 @@ def test_a_stale_cache_is_re_read_at_once_and_carries_no_window(wire, cached_cli
         reportclient.add_allocations({rp: {"VCPU": 1}}),
         project_id=PROJECT,
         user_id=USER,
+        retry=policy,
     )
 
     assert sleeps == [0.0]

@@ -15,7 +15,7 @@ def _pool_sizes(session: requests.Session) -> dict[str, int]:
 
 
 def _requests_session(client: reportclient.PlacementClient) -> requests.Session:
-    return client._transport._adapter.session.session
+    return client._core.transport._adapter.session.session
 
 
 def test_from_endpoint_keeps_64_connections_per_host_by_default():

@@ -42,6 +42,7 @@ EXPECTED = {
     "CONSUMER_GENERATION_VERSION",
     "CONSUMER_TYPE_VERSION",
     "CacheStats",
+    "ClientSettings",
     "CapacityExceeded",
     "ConsumerAllocations",
     "ConsumerChanged",

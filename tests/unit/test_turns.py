@@ -89,7 +89,7 @@ def second_writer_after_first_read(
     ``first`` is held (inside the fake's answer to its read) until ``second`` waits for
     ``subject``'s turn, so both are writing at once. Returns what ``second`` raised.
     """
-    turns = client._contention.turns
+    turns = client._core.contention.turns
     errors: list[BaseException] = []
 
     def run_second() -> None:
