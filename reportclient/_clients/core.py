@@ -52,7 +52,7 @@ class ClientSettings(TypedDict, total=False):
         Default 100,000.
     :param cache_ttl: seconds a cached state is trusted for the content and
         generation of a write; 0 (the default) trusts none, so every update
-        reads first (README "Cache").
+        reads first (doc/source/cache.rst).
     :param clock: monotonic seconds for ``cache_ttl`` and the contention
         windows; tests pass a fake.
     :param microversion: pin a version instead of negotiating one.
@@ -63,7 +63,7 @@ class ClientSettings(TypedDict, total=False):
         writes; a consumer that exists keeps its own type.
     :param reconcile_max_staleness: the agent setting for every
         ``providers.reconcile`` that does not pass its own ``max_staleness``:
-        None (strict) or 300 for a compute agent (README "The agent setting").
+        None (strict) or 300 for a compute agent (doc/source/providers.rst).
     """
 
     retry: tenacity.Retrying | None

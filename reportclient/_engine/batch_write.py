@@ -1,7 +1,7 @@
 """Several consumers' allocations written in one ``POST /allocations``, all or nothing.
 
 The multi-consumer write on the attempt skeleton, keeping the same
-invariants as one consumer's (README.rst, "Write semantics"):
+invariants as one consumer's (doc/source/write_semantics.rst):
 
 * every attempt reads every consumer it writes, computes what each should
   hold from those reads (a move's target depends on its source), and sends
@@ -174,8 +174,8 @@ class BatchWrite(
             generation = state.generation
             hint = hints.get(consumer)
             if hint is not None and fresh and not state.exists and wanted:
-                # Placement's invisible generation-0 record (README, "Placement
-                # behaviour worth knowing"): only a conflict's detail shows it.
+                # Placement's invisible generation-0 record
+                # (doc/source/placement_behaviour.rst): only a conflict's detail shows it.
                 # Evidence for this write's generation, never a state.
                 generation, guessed = hint, True
             write = AllocationWrite(consumer, wanted, generation, *owner, ctype)

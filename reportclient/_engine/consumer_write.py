@@ -1,6 +1,6 @@
 """One consumer's claim, update or release, on the attempt skeleton.
 
-The invariants (README.rst, "Write semantics"):
+The invariants (doc/source/write_semantics.rst):
 
 * **No clobber.** A claim replaces only what this client knew (its cache,
   however old, or nothing for a consumer it takes for new) or what it wrote

@@ -87,7 +87,7 @@ above nova's updates/s and at or below its p99 and Placement CPU per
 update, or within the run's noise; 64 writers made 1.35x and 1.36x nova's
 updates/s at 0.81x and 0.69x its p99 and 1.00x its CPU per update
 (MariaDB, PostgreSQL), and 16 writers 1.28x and 1.22x at 0.81x, with
-0.95x and 1.03x (interval 1.00-1.06) the CPU. README.rst, "Retry
+0.95x and 1.03x (interval 1.00-1.06) the CPU. doc/source/retry.rst, "Retry
 policy", has the tables. Hand-written because tenacity's waits see one
 operation's attempts, not the conflict's detail or the subject's past.
 """

@@ -56,7 +56,7 @@ __all__ = ["DEFAULT_CACHE_SIZE", "DEFAULT_CACHE_TTL", "CacheStats", "ConsumerCac
 
 #: Enough for every instance a large cell's scheduler tracks at once.
 DEFAULT_CACHE_SIZE = 100_000
-#: Seconds a cached state is trusted for a write; 0 trusts none (README: Cache).
+#: Seconds a cached state is trusted for a write; 0 trusts none (doc/source/cache.rst).
 DEFAULT_CACHE_TTL = 0.0
 # Longest clock tick; shorter for short ttls so an entry is never judged
 # more than a sixteenth of the ttl older than it is.

@@ -15,7 +15,7 @@ while it is *proven* or *young*:
 * **Young**: within ``ttl`` seconds of the read or write that produced it.
   Reconcile trusts a snapshot only if it is both proven by the tree listing
   and young; the default ``ttl`` of 0 trusts none, and every field written
-  is read first, as for consumers (README "Cache").
+  is read first, as for consumers (doc/source/cache.rst).
 
 Age counts from the request that produced the content, and nothing
 re-stamps it: a snapshot used again without a request (reconcile trusting
