@@ -166,3 +166,10 @@ def test_the_machine_reports_a_deliberately_broken_cache() -> None:
     table = machine.run()
     assert table.counts["stale cache (quiet)"] > 0, table.render()
     assert table.reports["stale cache (quiet)"][0].count("step ") >= 1
+
+
+def test_two_concurrent_deletes_that_both_say_deleted_are_no_finding() -> None:
+    # Placement does not serialize DELETE /allocations: two workers may both answer 204.
+    first = ev("force_release", 1, 3, outcome="ok", status=1)
+    second = ev("force_release", 2, 4, actor="shared-1", outcome="ok", status=1)
+    assert step(Checker(["c0"]), (1, X), MISSING, [first, second], MISSING) == []
