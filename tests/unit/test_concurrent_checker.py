@@ -173,3 +173,12 @@ def test_two_concurrent_deletes_that_both_say_deleted_are_no_finding() -> None:
     first = ev("force_release", 1, 3, outcome="ok", status=1)
     second = ev("force_release", 2, 4, actor="shared-1", outcome="ok", status=1)
     assert step(Checker(["c0"]), (1, X), MISSING, [first, second], MISSING) == []
+
+
+def test_placements_own_create_race_is_reported_apart() -> None:
+    # Two claims of a missing consumer both created it (both answered generation 1): the
+    # second replaced the first at generation 2. Placement's race, not the client's.
+    mine = ev("claim", 1, 4, want=X, outcome="ok", answer=(1, X))
+    other = ev("claim", 2, 3, actor="other", shared=False, want=Y, overwrite=True,
+               outcome="ok", answer=(1, Y))  # fmt: skip
+    assert step(Checker(["c0"]), MISSING, (2, Y), [mine, other], None) == ["placement create race"]
