@@ -182,3 +182,9 @@ def test_placements_own_create_race_is_reported_apart() -> None:
     other = ev("claim", 2, 3, actor="other", shared=False, want=Y, overwrite=True,
                outcome="ok", answer=(1, Y))  # fmt: skip
     assert step(Checker(["c0"]), MISSING, (2, Y), [mine, other], None) == ["placement create race"]
+
+
+def test_a_raw_write_refused_by_an_in_server_race_is_no_finding() -> None:
+    # 409 "concurrently updated" on a missing consumer: another worker's bump, not a generation.
+    raw = ev("raw put", 1, 2, actor="raw", want=X, generation=None, outcome="ok", status=409)
+    assert step(Checker(["c0"]), MISSING, MISSING, [raw], None) == []
