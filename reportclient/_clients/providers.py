@@ -53,7 +53,7 @@ class ProviderClient(FieldsClient, CatalogClient):
     """
 
     #: ``reconcile(specs, max_staleness=...)`` recommended for a compute agent: 300 s,
-    #: nova's ``resource_provider_association_refresh`` (doc/source/providers.rst, "The agent setting").
+    #: nova's ``resource_provider_association_refresh`` (doc/source/providers.rst).
     AGENT_MAX_STALENESS = AGENT_MAX_STALENESS
 
     def __init__(self, core: Core) -> None:
