@@ -17,8 +17,10 @@ Thread B starts its ``get_allocations`` a fixed offset after A's call starts (a 
 deadline reached with ``Event.wait(timeout)``; the ``lag`` column is how late it started).
 After both calls returned, the cache is judged against Placement, read by a separate client:
 
-* claim: *wrong* when ``client.cached(c)`` is not what the claim wrote (its allocations,
-  generation 1) while Placement holds exactly that;
+* claim: *wrong* when ``client.cached(c)`` shows a state other than what Placement holds
+  (the claim's allocations, generation 1), or when the same client's next claim of the
+  consumer (a resize) raises ``ConsumerChanged`` over its own write. ``None`` (overlapping
+  answers left the entry in doubt, so the next write reads) is not wrong;
 * release: *wrong* when ``client.cached(c, trusted=True)`` (what the next write would compute
   from without reading) is not None and differs from Placement, which holds nothing.
 
@@ -79,7 +81,7 @@ from bench_common import (  # noqa: E402
 )
 from bench_report import table  # noqa: E402
 
-from reportclient import PlacementClient, add_allocations  # noqa: E402
+from reportclient import ConsumerChanged, PlacementClient, add_allocations  # noqa: E402
 from reportclient.testing import ClusterUnavailable, PlacementAdmin, PlacementCluster  # noqa: E402
 
 CLAIM, RELEASE = "claim", "release"
@@ -228,9 +230,15 @@ def one_round(
         placement_holds_claim = held == claimed and generation == 1
         if not placement_holds_claim:
             out.error = out.error or "placement does not hold the claim"
-        out.wrong = placement_holds_claim and (
-            cached is None or cached.allocations != claimed or cached.generation != 1
+        shown_wrong = cached is not None and (
+            cached.allocations != claimed or cached.generation != 1
         )
+        try:  # the resize: must not be refused over the client's own claim
+            client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+            refused = False
+        except ConsumerChanged:
+            refused = True
+        out.wrong = placement_holds_claim and (shown_wrong or refused)
     else:
         out.old = reader.generation is not None
         trusted = client.cached(consumer, trusted=True)

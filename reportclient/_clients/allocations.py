@@ -50,14 +50,20 @@ class AllocationsClient:
     def cached(self, consumer_uuid: str, *, trusted: bool = False) -> ConsumerAllocations | None:
         """What the cache holds for a consumer, however old; None when nothing is cached.
 
+        Also None while two overlapping answers left the entry in doubt (the
+        ordering rule, doc/source/cache.rst): the client keeps one of them
+        only to tell its own writes from another writer's, and reads before
+        writing from it.
+
         :param trusted: only a state the next write would compute from
-            without reading first (within ``cache_ttl``, and not in doubt
-            after an overlapping or lost answer); None otherwise.
+            without reading first (within ``cache_ttl``, and not in doubt);
+            None otherwise.
         """
-        found = self._core.gateway.consumer_entry(validate_uuid(consumer_uuid))
-        if found is None or (trusted and not found[1]):
-            return None
-        return found[0]
+        consumer = validate_uuid(consumer_uuid)
+        if not trusted:
+            return self._core.gateway.consumer_cached(consumer)
+        found = self._core.gateway.consumer_entry(consumer)
+        return found[0] if found is not None and found[1] else None
 
     def get_allocations(
         self, consumer_uuid: str, *, global_request_id: str | None = None

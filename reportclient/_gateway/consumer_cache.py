@@ -66,6 +66,10 @@ _MAX_TICK = 1.0
 # keeps eviction cheap where one scan per eviction would grow quadratic.
 _EVICT_SHARE = 64
 
+#: The tick of an entry in doubt (two overlapping answers that cannot be
+#: ordered): never trusted, not shown by get(), kept as what the client knew.
+_DOUBT = object()
+
 # (tick, generation, project_id, user_id, consumer_type,
 #  then per provider to the end: rp_uuid, n_resources, rc, amount, rc, amount, ...)
 _Entry = tuple[object, ...]
@@ -78,7 +82,7 @@ def _intern(value: str | None) -> str | None:
     return sys.intern(value) if type(value) is str else value
 
 
-def _encode(state: ConsumerAllocations, tick: float | None) -> _Entry:
+def _encode(state: ConsumerAllocations, tick: object) -> _Entry:
     flat: list[object] = [
         tick,
         state.generation,
@@ -175,7 +179,16 @@ class ConsumerCache:
         return self._ttl
 
     def get(self, consumer_uuid: str) -> ConsumerAllocations | None:
-        """The cached state however old, or None; a hit counts as a use."""
+        """The cached state however old, or None (also when in doubt); a hit counts as a use."""
+        with self._lock:
+            entry = self._entries.get(consumer_uuid)
+        if entry is None or entry[0] is _DOUBT:
+            return None
+        found = self.lookup(consumer_uuid)
+        return None if found is None else found[0]
+
+    def known(self, consumer_uuid: str) -> ConsumerAllocations | None:
+        """What the client last knew, in doubt or not: a claim's premise (see :meth:`put`)."""
         found = self.lookup(consumer_uuid)
         return None if found is None else found[0]
 
@@ -194,8 +207,9 @@ class ConsumerCache:
 
     def _trusted(self, tick: object) -> bool:
         # None marks an entry never to trust: any entry when ttl is 0, or one
-        # put back as what the client last knew rather than what is there.
-        if tick is None:
+        # put back as what the client last knew rather than what is there;
+        # _DOUBT one that overlapped an answer it cannot be ordered with.
+        if tick is None or tick is _DOUBT:
             return False
         return not self._timed or self._clock() - tick < self._ttl  # type: ignore[operator]
 
@@ -255,9 +269,9 @@ class ConsumerCache:
             self._remember(consumer, written if verdict is not Order.DOUBT_OLD else mine)
             if verdict is Order.DOUBT_OLD:
                 assert old is not None  # order() keeps nothing that is not there
-                entry = (None, *old[1:])
+                entry = (_DOUBT, *old[1:])
             else:
-                stamp = self._stamp(trusted) if verdict is Order.REPLACE else None
+                stamp = self._stamp(trusted) if verdict is Order.REPLACE else _DOUBT
                 entry = _encode(state, stamp)
             self._entries.pop(consumer, None)
             self._entries[consumer] = entry

@@ -179,7 +179,11 @@ class Gateway:
         return self._consumers.lookup(consumer)
 
     def consumer_known(self, consumer: str) -> ConsumerAllocations | None:
-        """What this client last knew of a consumer, however old or in doubt."""
+        """What this client last knew of a consumer, however old or in doubt (a claim's premise)."""
+        return self._consumers.known(consumer)
+
+    def consumer_cached(self, consumer: str) -> ConsumerAllocations | None:
+        """The cached state however old, or None (also when overlapping answers put it in doubt)."""
         return self._consumers.get(consumer)
 
     def field_entry(self, uuid: str, kind: type[Snapshot]) -> tuple[Snapshot, float] | None:

@@ -156,7 +156,7 @@ def test_the_machine_reports_a_deliberately_broken_cache() -> None:
     backend = FakeBackend()
     machine = Machine(backend, seed=1, ttl=60.0, steps=10)
     backend.machine = machine
-    cache = machine.client._cache  # the mutant reaches inside, as tests/mutants.py does
+    cache = machine.client._core.gateway._consumers  # a mutant reaches inside, as mutants do
     put = cache.put
 
     def forgetful(state: rc.ConsumerAllocations, **kwargs: object) -> None:
