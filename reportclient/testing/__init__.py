@@ -20,12 +20,16 @@ from reportclient.testing._admin import (
 )
 from reportclient.testing._app import ADMIN_TOKEN
 from reportclient.testing._cluster import ClusterUnavailable, ConsumerLock, PlacementCluster
-from reportclient.testing._embedded import EmbeddedPlacement
 from reportclient.testing._galera import GaleraCluster, GaleraUnavailable
 from reportclient.testing._galera_placement import GaleraPlacement, PlacementHost
 from reportclient.testing._haproxy import ROUND_ROBIN, SINGLE_WRITER, HAProxy
-from reportclient.testing._server import PlacementServer, PlacementStartError
-from reportclient.testing._wsgi import LogLine, RequestRecord
+from reportclient.testing._server import (
+    EmbeddedPlacement,
+    LogLine,
+    PlacementServer,
+    PlacementStartError,
+    RequestRecord,
+)
 
 __all__ = [
     "ADMIN_TOKEN",

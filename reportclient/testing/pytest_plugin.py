@@ -23,8 +23,7 @@ from reportclient.testing._cluster import (
     ClusterUnavailable,
     PlacementCluster,
 )
-from reportclient.testing._embedded import EmbeddedPlacement
-from reportclient.testing._server import PlacementServer
+from reportclient.testing._server import EmbeddedPlacement, PlacementServer
 
 #: Inventory of the ``compute_node`` fixture's provider.
 COMPUTE_NODE_INVENTORY: Inventory = {

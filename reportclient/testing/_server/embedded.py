@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from reportclient.testing import _app
-from reportclient.testing._wsgi import (
+from reportclient.testing._server.wsgi import (
     LogCaptureHandler,
     LogLine,
     RecordingMiddleware,

@@ -23,11 +23,11 @@ from typing import IO
 import requests
 
 from reportclient.testing import _app
-from reportclient.testing._wsgi import RequestRecord
+from reportclient.testing._server.wsgi import RequestRecord
 
 # Directory that contains the ``reportclient`` package, so the child can import it even when
 # the package is not installed (e.g. tests run from a source checkout).
-_IMPORT_ROOT = str(Path(__file__).resolve().parents[2])
+_IMPORT_ROOT = str(Path(__file__).resolve().parents[3])
 # Pause between readiness probes; proc.wait() is used for it so an early exit is seen at once.
 _PROBE_INTERVAL = 0.05
 
@@ -136,7 +136,7 @@ class PlacementServer:
         cmd = [
             self._python,
             "-m",
-            "reportclient.testing._serve",
+            "reportclient.testing._server.serve",
             "--db",
             str(self.db_path),
             "--host",

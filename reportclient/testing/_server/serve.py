@@ -1,6 +1,6 @@
 """Child-process entry point: serve the real Placement on a file SQLite database.
 
-Run as ``python -m reportclient.testing._serve --db PATH --port-file PATH [--port N]``.
+Run as ``python -m reportclient.testing._server.serve --db PATH --port-file PATH [--port N]``.
 :class:`~reportclient.testing.PlacementServer` starts this; it is not meant to be run by hand,
 though doing so is harmless. Log lines go to stderr; one JSON object per served request is
 appended to ``--requests-file`` when given.
@@ -21,7 +21,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING
 
 from reportclient.testing import _app
-from reportclient.testing._wsgi import (
+from reportclient.testing._server.wsgi import (
     RecordingMiddleware,
     RequestRecord,
     current_request_ids,
