@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reportclient.testing._cluster_db import ClusterUnavailable, _run
+from reportclient.testing._cluster.db import ClusterUnavailable, _run
 
 __all__ = ["GaleraCluster", "GaleraNode", "GaleraUnavailable"]
 

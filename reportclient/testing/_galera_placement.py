@@ -10,7 +10,7 @@ Each host is a gunicorn (``workers`` sync workers, ``--preload``) whose Placemen
 own Galera node only, so which host HAProxy picks decides which node a transaction is
 certified on. The schema is synced once, by the first host's master, before the others start
 (they find it at head and the standard traits and classes present). The hosts' app factory is
-:func:`reportclient.testing._cluster.gunicorn_app`, the one :class:`PlacementCluster` uses.
+:func:`reportclient.testing._cluster.cluster.gunicorn_app`, the one :class:`PlacementCluster` uses.
 
 Faults, each one call: :meth:`GaleraPlacement.kill_node` (SIGKILL a ``mariadbd``),
 :meth:`~GaleraPlacement.start_node` (it rejoins by IST), :meth:`~GaleraPlacement.isolate` (the
@@ -39,7 +39,7 @@ from typing import Any
 import requests
 
 from reportclient.testing import _app
-from reportclient.testing._cluster import (
+from reportclient.testing._cluster.cluster import (
     _DATABASE_URL_ENV,
     _IMPORT_ROOT,
     _LOG_EVIDENCE_ENV,
@@ -47,7 +47,7 @@ from reportclient.testing._cluster import (
     _children,
     _kill,
 )
-from reportclient.testing._cluster_db import (
+from reportclient.testing._cluster.db import (
     ClusterUnavailable,
     _run,
     orphaned_allocations_sql,
@@ -111,7 +111,7 @@ class PlacementHost:
         ]  # fmt: skip
         if int(importlib.metadata.version("gunicorn").split(".")[0]) >= 25:
             cmd.append("--no-control-socket")
-        cmd.append("reportclient.testing._cluster:gunicorn_app()")
+        cmd.append("reportclient.testing._cluster.cluster:gunicorn_app()")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
         env[_DATABASE_URL_ENV] = self.database_url
@@ -307,7 +307,7 @@ class GaleraPlacement:
         """``CHECKSUM TABLE`` of every table in :data:`PLACEMENT_TABLES` on node ``index``."""
         import sqlalchemy
 
-        from reportclient.testing._cluster_db import _engine
+        from reportclient.testing._cluster.db import _engine
 
         engine = _engine(self.database_url(index), autocommit=True)
         statement = f"CHECKSUM TABLE {', '.join(PLACEMENT_TABLES)}"
@@ -322,7 +322,7 @@ class GaleraPlacement:
         """Allocation rows on node ``index`` without a consumer row: provider -> consumer -> used.
 
         Such a row counts in a provider's usage and shows in no listing
-        (:func:`~reportclient.testing._cluster_db.orphaned_allocations_sql`). Read causally.
+        (:func:`~reportclient.testing._cluster.db.orphaned_allocations_sql`). Read causally.
         """
         statement = orphaned_allocations_sql(self.database_name)
         return orphans_by_provider(self.galera.causal_query(index, statement))

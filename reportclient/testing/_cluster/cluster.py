@@ -38,7 +38,7 @@ from pathlib import Path
 import requests
 
 from reportclient.testing import _app
-from reportclient.testing._cluster_db import (
+from reportclient.testing._cluster.db import (
     _DIALECTS,
     _PROBE_INTERVAL,
     ClusterUnavailable,
@@ -66,7 +66,7 @@ _DATABASE_URL_ENV = "REPORTCLIENT_CLUSTER_DATABASE_URL"
 _PARENT_PID_ENV = "REPORTCLIENT_CLUSTER_PARENT_PID"
 #: Set (to anything) for :func:`gunicorn_app` to log what :func:`_app.log_evidence` logs.
 _LOG_EVIDENCE_ENV = "REPORTCLIENT_CLUSTER_LOG_EVIDENCE"
-_IMPORT_ROOT = str(Path(__file__).resolve().parents[2])
+_IMPORT_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
