@@ -20,9 +20,15 @@ from reportclient.testing._admin import (
 )
 from reportclient.testing._app import ADMIN_TOKEN
 from reportclient.testing._cluster import ClusterUnavailable, ConsumerLock, PlacementCluster
-from reportclient.testing._galera import GaleraCluster, GaleraUnavailable
-from reportclient.testing._galera_placement import GaleraPlacement, PlacementHost
-from reportclient.testing._haproxy import ROUND_ROBIN, SINGLE_WRITER, HAProxy
+from reportclient.testing._galera import (
+    ROUND_ROBIN,
+    SINGLE_WRITER,
+    GaleraCluster,
+    GaleraPlacement,
+    GaleraUnavailable,
+    HAProxy,
+    PlacementHost,
+)
 from reportclient.testing._server import (
     EmbeddedPlacement,
     LogLine,

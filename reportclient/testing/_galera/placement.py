@@ -53,8 +53,8 @@ from reportclient.testing._cluster.db import (
     orphaned_allocations_sql,
     orphans_by_provider,
 )
-from reportclient.testing._galera import GaleraCluster, free_ports
-from reportclient.testing._haproxy import SINGLE_WRITER, HAProxy
+from reportclient.testing._galera.haproxy import SINGLE_WRITER, HAProxy
+from reportclient.testing._galera.nodes import GaleraCluster, free_ports
 from reportclient.testing._server import PlacementStartError
 
 __all__ = ["PLACEMENT_TABLES", "GaleraPlacement", "PlacementHost"]

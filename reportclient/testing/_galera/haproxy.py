@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from reportclient.testing._galera import GaleraUnavailable, free_ports
+from reportclient.testing._galera.nodes import GaleraUnavailable, free_ports
 
 __all__ = ["MODES", "ROUND_ROBIN", "SINGLE_WRITER", "HAProxy"]
 
