@@ -29,11 +29,11 @@ from reportclient.testing._galera import (
     HAProxy,
     PlacementHost,
 )
+from reportclient.testing._process import PlacementStartError
 from reportclient.testing._server import (
     EmbeddedPlacement,
     LogLine,
     PlacementServer,
-    PlacementStartError,
     RequestRecord,
 )
 

@@ -50,7 +50,12 @@ from reportclient.testing._cluster.db import (
     orphaned_allocations_sql,
     orphans_by_provider,
 )
-from reportclient.testing._server import PlacementStartError
+from reportclient.testing._process import (
+    PlacementStartError,
+    child_env,
+    kill_session,
+    watch_parent,
+)
 
 __all__ = [
     "REQUIRE_DATABASES_ENV",
@@ -66,25 +71,10 @@ _DATABASE_URL_ENV = "REPORTCLIENT_CLUSTER_DATABASE_URL"
 _PARENT_PID_ENV = "REPORTCLIENT_CLUSTER_PARENT_PID"
 #: Set (to anything) for :func:`gunicorn_app` to log what :func:`_app.log_evidence` logs.
 _LOG_EVIDENCE_ENV = "REPORTCLIENT_CLUSTER_LOG_EVIDENCE"
-_IMPORT_ROOT = str(Path(__file__).resolve().parents[3])
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL gunicorn's whole process group (master, workers, a worker being forked); reap.
-
-    No graceful stop: a sync worker that got SIGTERM spends about a second tearing down its
-    interpreter, so a graceful stop of four workers took 4 s, and nothing here needs it.
-    """
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
 
 
 def _finalize(proc: subprocess.Popen[bytes], database: str, url: str, name: str) -> None:
-    _kill(proc)
+    kill_session(proc)
     _drop_database(database, url, name)
 
 
@@ -123,15 +113,8 @@ def gunicorn_app() -> _app.WSGIApp:
     db_api.placement_context_manager.dispose_pool()
     parent = int(os.environ.get(_PARENT_PID_ENV, "0"))
     if parent:
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+        threading.Thread(target=watch_parent, args=(parent,), daemon=True).start()
     return app
-
-
-def _watch_parent(parent: int) -> None:
-    """Stop gunicorn gracefully once the test process is gone, so no cluster outlives it."""
-    while os.getppid() == parent:
-        time.sleep(0.5)  # a daemon watchdog's poll interval, not a wait in a test
-    os.kill(os.getpid(), signal.SIGTERM)
 
 
 class PlacementCluster:
@@ -251,8 +234,7 @@ class PlacementCluster:
         if int(importlib.metadata.version("gunicorn").split(".")[0]) >= 25:
             cmd.append("--no-control-socket")
         cmd.append(f"{__name__}:gunicorn_app()")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
+        env = child_env()
         env[_DATABASE_URL_ENV] = self.database_url
         env[_PARENT_PID_ENV] = str(os.getpid())
         with listener, open(self._tmpdir / "gunicorn.log", "ab") as log:
@@ -303,7 +285,7 @@ class PlacementCluster:
             self._finalizer = None
         try:
             if proc is not None:
-                _kill(proc)
+                kill_session(proc)
         finally:
             if self._created:
                 self._created = False

@@ -29,7 +29,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from reportclient.testing._galera.nodes import GaleraUnavailable, free_ports
+from reportclient.testing._galera.nodes import GaleraUnavailable
+from reportclient.testing._process import free_ports
 
 __all__ = ["MODES", "ROUND_ROBIN", "SINGLE_WRITER", "HAProxy"]
 

@@ -41,11 +41,9 @@ import requests
 from reportclient.testing import _app
 from reportclient.testing._cluster.cluster import (
     _DATABASE_URL_ENV,
-    _IMPORT_ROOT,
     _LOG_EVIDENCE_ENV,
     _PARENT_PID_ENV,
     _children,
-    _kill,
 )
 from reportclient.testing._cluster.db import (
     ClusterUnavailable,
@@ -54,8 +52,13 @@ from reportclient.testing._cluster.db import (
     orphans_by_provider,
 )
 from reportclient.testing._galera.haproxy import SINGLE_WRITER, HAProxy
-from reportclient.testing._galera.nodes import GaleraCluster, free_ports
-from reportclient.testing._server import PlacementStartError
+from reportclient.testing._galera.nodes import GaleraCluster
+from reportclient.testing._process import (
+    PlacementStartError,
+    child_env,
+    free_ports,
+    kill_session,
+)
 
 __all__ = ["PLACEMENT_TABLES", "GaleraPlacement", "PlacementHost"]
 
@@ -112,8 +115,7 @@ class PlacementHost:
         if int(importlib.metadata.version("gunicorn").split(".")[0]) >= 25:
             cmd.append("--no-control-socket")
         cmd.append("reportclient.testing._cluster.cluster:gunicorn_app()")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
+        env = child_env()
         env[_DATABASE_URL_ENV] = self.database_url
         env[_PARENT_PID_ENV] = str(os.getpid())
         env[_LOG_EVIDENCE_ENV] = "1"  # what Placement did silently: judges need it
@@ -149,7 +151,7 @@ class PlacementHost:
         """SIGKILL master and workers at once (a host that lost power); requests in flight die."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            _kill(proc)
+            kill_session(proc)
 
     def read_log(self) -> str:
         """gunicorn's and Placement's log over every start of this host."""

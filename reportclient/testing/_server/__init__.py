@@ -13,13 +13,12 @@ fresh.
 """
 
 from reportclient.testing._server.embedded import EmbeddedPlacement
-from reportclient.testing._server.process import PlacementServer, PlacementStartError
+from reportclient.testing._server.process import PlacementServer
 from reportclient.testing._server.wsgi import LogLine, RequestRecord
 
 __all__ = [
     "EmbeddedPlacement",
     "LogLine",
     "PlacementServer",
-    "PlacementStartError",
     "RequestRecord",
 ]

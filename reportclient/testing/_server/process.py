@@ -23,17 +23,11 @@ from typing import IO
 import requests
 
 from reportclient.testing import _app
+from reportclient.testing._process import PlacementStartError, child_env
 from reportclient.testing._server.wsgi import RequestRecord
 
-# Directory that contains the ``reportclient`` package, so the child can import it even when
-# the package is not installed (e.g. tests run from a source checkout).
-_IMPORT_ROOT = str(Path(__file__).resolve().parents[3])
 # Pause between readiness probes; proc.wait() is used for it so an early exit is seen at once.
 _PROBE_INTERVAL = 0.05
-
-
-class PlacementStartError(RuntimeError):
-    """The Placement child process exited or did not answer ``GET /`` in time."""
 
 
 def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -131,8 +125,7 @@ class PlacementServer:
 
     def _spawn(self) -> None:
         self._port_file.unlink(missing_ok=True)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
+        env = child_env()
         cmd = [
             self._python,
             "-m",
