@@ -1,8 +1,10 @@
 """Placement as production runs it: gunicorn sync workers over MariaDB or PostgreSQL.
 
 :class:`PlacementCluster` (``cluster``) creates a fresh database (``rc_<random>``) on a server
-it finds, starts gunicorn with ``--preload`` on it and drops the database on stop; ``db`` holds
-what differs between the two databases, unpooled statements and the row locks tests hold.
+it finds, starts gunicorn on it and drops the database on stop. ``workers`` starts that
+gunicorn (``--preload``: Placement loaded once, then forked) and tells when every worker
+answers; ``_galera``'s hosts use it too. ``db`` holds what differs between the two databases,
+unpooled statements and the row locks tests hold.
 
 Needs the ``placement`` and ``cluster`` extras (gunicorn, PyMySQL, psycopg2-binary) and a
 database server it may create databases on: MariaDB (OS package ``mariadb-server``) at

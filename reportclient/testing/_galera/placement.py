@@ -10,7 +10,7 @@ Each host is a gunicorn (``workers`` sync workers, ``--preload``) whose Placemen
 own Galera node only, so which host HAProxy picks decides which node a transaction is
 certified on. The schema is synced once, by the first host's master, before the others start
 (they find it at head and the standard traits and classes present). The hosts' app factory is
-:func:`reportclient.testing._cluster.cluster.gunicorn_app`, the one :class:`PlacementCluster` uses.
+:func:`reportclient.testing._cluster.workers.gunicorn_app`, the one :class:`PlacementCluster` uses.
 
 Faults, each one call: :meth:`GaleraPlacement.kill_node` (SIGKILL a ``mariadbd``),
 :meth:`~GaleraPlacement.start_node` (it rejoins by IST), :meth:`~GaleraPlacement.isolate` (the
@@ -24,38 +24,27 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
 import secrets
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from reportclient.testing import _app
-from reportclient.testing._cluster.cluster import (
-    _DATABASE_URL_ENV,
-    _LOG_EVIDENCE_ENV,
-    _PARENT_PID_ENV,
-    _children,
-)
 from reportclient.testing._cluster.db import (
     ClusterUnavailable,
     _run,
     orphaned_allocations_sql,
     orphans_by_provider,
 )
+from reportclient.testing._cluster.workers import all_workers_answer, start_gunicorn
 from reportclient.testing._galera.haproxy import SINGLE_WRITER, HAProxy
 from reportclient.testing._galera.nodes import GaleraCluster
 from reportclient.testing._process import (
     PlacementStartError,
-    child_env,
     free_ports,
     kill_session,
 )
@@ -101,34 +90,15 @@ class PlacementHost:
         """Start gunicorn on :attr:`port` and wait until every worker answers."""
         if self.running:
             raise RuntimeError(f"{self.name} is already running")
-        listener = socket.create_server(("127.0.0.1", self.port), backlog=1024)
-        cmd = [
-            sys.executable, "-m", "gunicorn",
-            "--preload",
-            "--worker-class", "sync",
-            "--workers", str(self.workers),
-            "--bind", f"fd://{listener.fileno()}",
-            "--timeout", "120",
-            "--graceful-timeout", "5",
-            "--error-logfile", "-",
-        ]  # fmt: skip
-        if int(importlib.metadata.version("gunicorn").split(".")[0]) >= 25:
-            cmd.append("--no-control-socket")
-        cmd.append("reportclient.testing._cluster.cluster:gunicorn_app()")
-        env = child_env()
-        env[_DATABASE_URL_ENV] = self.database_url
-        env[_PARENT_PID_ENV] = str(os.getpid())
-        env[_LOG_EVIDENCE_ENV] = "1"  # what Placement did silently: judges need it
-        with listener, open(self.directory / f"{self.name}.log", "ab") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - argv built from our own values
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                pass_fds=(listener.fileno(),),
-                start_new_session=True,
-            )
+        self.proc, _ = start_gunicorn(
+            "127.0.0.1",
+            self.port,
+            workers=self.workers,
+            worker_timeout=120,
+            database_url=self.database_url,
+            log_path=self.directory / f"{self.name}.log",
+            log_evidence=True,  # what Placement did silently: judges need it
+        )
         deadline = time.monotonic() + timeout
         while not self._ready():
             if self.proc.poll() is not None:
@@ -140,12 +110,7 @@ class PlacementHost:
 
     def _ready(self) -> bool:
         assert self.proc is not None
-        if len(_children(self.proc.pid)) != self.workers:
-            return False
-        try:
-            return requests.get(f"{self.url}/", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
+        return all_workers_answer(self.proc.pid, self.workers, self.url)
 
     def kill(self) -> None:
         """SIGKILL master and workers at once (a host that lost power); requests in flight die."""
