@@ -51,6 +51,7 @@ from reportclient.testing._process import (
     PlacementStartError,
     kill_session,
 )
+from reportclient.testing._started import Started
 
 __all__ = ["REQUIRE_DATABASES_ENV", "ClusterUnavailable", "ConsumerLock", "PlacementCluster"]
 
@@ -63,7 +64,7 @@ def _finalize(proc: subprocess.Popen[bytes], database: str, url: str, name: str)
     _drop_database(database, url, name)
 
 
-class PlacementCluster:
+class PlacementCluster(Started):
     """The real Placement behind ``workers`` gunicorn sync workers on a fresh database.
 
     :param database: ``"mariadb"`` (PyMySQL) or ``"postgresql"`` (psycopg2).
@@ -213,14 +214,6 @@ class PlacementCluster:
                 self._final_log = self.read_log()
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
                 self._tmpdir = None
-
-    def __enter__(self) -> PlacementCluster:
-        """Start the cluster."""
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Stop the cluster and drop its database, also when the body raised."""
-        self.stop()
 
     def read_log(self) -> str:
         """gunicorn's log (master and workers) so far, or the final one after :meth:`stop`."""

@@ -39,6 +39,7 @@ from typing import Any
 
 from reportclient.testing._cluster.db import ClusterUnavailable, _run
 from reportclient.testing._process import free_ports, kill_session
+from reportclient.testing._started import Started
 
 __all__ = ["GaleraCluster", "GaleraNode", "GaleraUnavailable"]
 
@@ -100,7 +101,7 @@ def _finalize(nodes: list[GaleraNode], tmpdir: Path) -> None:
     shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-class GaleraCluster:
+class GaleraCluster(Started):
     """Three (``size``) Galera nodes on loopback ports, each its own ``mariadbd``.
 
     :param size: nodes; three keep quorum when one is killed or isolated.
@@ -171,14 +172,6 @@ class GaleraCluster:
         for node in self.nodes:
             node.proc = None
         self._tmpdir = None
-
-    def __enter__(self) -> GaleraCluster:
-        """Start the cluster."""
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Stop the cluster, also when the body raised."""
-        self.stop()
 
     def _write_config(self, node: GaleraNode) -> None:
         members = ",".join(f"127.0.0.1:{n.gcomm_port}" for n in self.nodes)

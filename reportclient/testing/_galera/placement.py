@@ -48,6 +48,7 @@ from reportclient.testing._process import (
     free_ports,
     kill_session,
 )
+from reportclient.testing._started import Started
 
 __all__ = ["PLACEMENT_TABLES", "GaleraPlacement", "PlacementHost"]
 
@@ -126,7 +127,7 @@ class PlacementHost:
             return ""
 
 
-class GaleraPlacement:
+class GaleraPlacement(Started):
     """Galera, a Placement host per node and HAProxy, started and stopped together.
 
     :param mode: HAProxy's mode, ``"single-writer"`` or ``"round-robin"``.
@@ -189,14 +190,6 @@ class GaleraPlacement:
             if self._tmpdir is not None:
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
                 self._tmpdir = None
-
-    def __enter__(self) -> GaleraPlacement:
-        """Start everything."""
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Stop everything, also when the body raised."""
-        self.stop()
 
     def use_mode(self, mode: str) -> None:
         """(Re)start HAProxy in ``mode`` over the hosts; wait until every server is UP."""

@@ -17,13 +17,12 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 import requests
 
-from reportclient.testing import _app
 from reportclient.testing._process import PlacementStartError, child_env
+from reportclient.testing._server.base import SQLitePlacement
 from reportclient.testing._server.wsgi import RequestRecord
 
 # Pause between readiness probes; proc.wait() is used for it so an early exit is seen at once.
@@ -41,7 +40,7 @@ def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
     proc.wait()
 
 
-class PlacementServer:
+class PlacementServer(SQLitePlacement):
     """The real Placement (``noauth2``, SQLite file in a temp dir) in a separate process.
 
     :meth:`restart` keeps the port and database; :meth:`kill` simulates a crash;
@@ -227,19 +226,6 @@ class PlacementServer:
         self._stop_process(graceful=True)
         return self.start()
 
-    def __enter__(self) -> PlacementServer:
-        """Start the server."""
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop the server, also when the body raised."""
-        self.stop()
-
     # -- addresses and state -----------------------------------------------------------------
 
     @property
@@ -258,16 +244,6 @@ class PlacementServer:
         if not self._port:
             raise RuntimeError("PlacementServer has not been started")
         return self._port
-
-    @property
-    def url(self) -> str:
-        """Endpoint URL without trailing slash, e.g. ``http://127.0.0.1:40123``."""
-        return f"http://{self._host}:{self.port}"
-
-    @property
-    def token(self) -> str:
-        """``X-Auth-Token`` value that ``noauth2`` maps to an admin user."""
-        return _app.ADMIN_TOKEN
 
     @property
     def max_microversion(self) -> str:
