@@ -10,6 +10,12 @@ Independent of the reportclient client itself (tests arrange state with
   in front (single-writer or round-robin); nodes and hosts can be killed, isolated, restarted.
 - ``reportclient.testing.pytest_plugin``: fixtures ``real_placement``, ``placement_admin``,
   ``compute_node`` and ``placement_process``.
+
+The private packages are laid out by what they start, each docstring saying what it needs:
+``_server`` (one Placement on SQLite, in a thread or a child), ``_cluster`` (gunicorn over
+MariaDB/PostgreSQL) and ``_galera`` (Galera nodes, a host per node, HAProxy); ``_app`` (the
+Placement app), ``_admin`` (:class:`PlacementAdmin`), ``_process`` (child-process helpers) and
+``_started`` (the ``with`` protocol) serve all three.
 """
 
 from reportclient.testing._admin import (

@@ -15,6 +15,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from oslo_config import cfg
 
+__all__ = [
+    "ADMIN_TOKEN",
+    "EVIDENCE_LOG",
+    "WSGIApp",
+    "build_conf",
+    "load_app",
+    "log_evidence",
+    "max_microversion",
+    "reset_process_globals",
+]
+
 #: Token accepted by Placement's ``noauth2`` middleware as an admin user.
 ADMIN_TOKEN = "admin"  # noqa: S105 - noauth2 user name, not a secret
 

@@ -25,6 +25,8 @@ from reportclient.testing._server.wsgi import (
     make_loopback_server,
 )
 
+__all__ = ["EmbeddedPlacement"]
+
 _JOIN_TIMEOUT = 10.0
 # How often serve_forever checks for a shutdown request; bounds how long stop() takes.
 _POLL_INTERVAL = 0.05

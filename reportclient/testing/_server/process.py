@@ -25,6 +25,8 @@ from reportclient.testing._process import PlacementStartError, child_env
 from reportclient.testing._server.base import SQLitePlacement
 from reportclient.testing._server.wsgi import RequestRecord
 
+__all__ = ["PlacementServer"]
+
 # Pause between readiness probes; proc.wait() is used for it so an early exit is seen at once.
 _PROBE_INTERVAL = 0.05
 

@@ -31,6 +31,8 @@ from reportclient.testing._server.wsgi import (
 if TYPE_CHECKING:
     from oslo_config import cfg
 
+__all__ = ["main"]
+
 
 class _RequestIdFilter(logging.Filter):
     """Add Placement's request ids to every record so the log can be grepped for them."""
