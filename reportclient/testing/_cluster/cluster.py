@@ -15,7 +15,6 @@ or the ``with`` body fails; a finalizer drops it if the owner forgets to stop.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
 import secrets
@@ -47,10 +46,7 @@ from reportclient.testing._cluster.workers import (
     live_children,
     start_gunicorn,
 )
-from reportclient.testing._process import (
-    PlacementStartError,
-    kill_session,
-)
+from reportclient.testing._process import PlacementStartError, kill_session
 from reportclient.testing._started import Started
 
 __all__ = ["REQUIRE_DATABASES_ENV", "ClusterUnavailable", "ConsumerLock", "PlacementCluster"]

@@ -22,7 +22,6 @@ API). :meth:`~GaleraPlacement.use_mode` swaps HAProxy's mode keeping the databas
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import secrets
 import shutil
