@@ -10,6 +10,12 @@ Independent of the reportclient client itself (tests arrange state with
   in front (single-writer or round-robin); nodes and hosts can be killed, isolated, restarted.
 - ``reportclient.testing.pytest_plugin``: fixtures ``real_placement``, ``placement_admin``,
   ``compute_node`` and ``placement_process``.
+
+The private packages are laid out by what they start, each docstring saying what it needs:
+``_server`` (one Placement on SQLite, in a thread or a child), ``_cluster`` (gunicorn over
+MariaDB/PostgreSQL) and ``_galera`` (Galera nodes, a host per node, HAProxy); ``_app`` (the
+Placement app), ``_admin`` (:class:`PlacementAdmin`), ``_process`` (child-process helpers) and
+``_started`` (the ``with`` protocol) serve all three.
 """
 
 from reportclient.testing._admin import (
@@ -20,12 +26,22 @@ from reportclient.testing._admin import (
 )
 from reportclient.testing._app import ADMIN_TOKEN
 from reportclient.testing._cluster import ClusterUnavailable, ConsumerLock, PlacementCluster
-from reportclient.testing._embedded import EmbeddedPlacement
-from reportclient.testing._galera import GaleraCluster, GaleraUnavailable
-from reportclient.testing._galera_placement import GaleraPlacement, PlacementHost
-from reportclient.testing._haproxy import ROUND_ROBIN, SINGLE_WRITER, HAProxy
-from reportclient.testing._server import PlacementServer, PlacementStartError
-from reportclient.testing._wsgi import LogLine, RequestRecord
+from reportclient.testing._galera import (
+    ROUND_ROBIN,
+    SINGLE_WRITER,
+    GaleraCluster,
+    GaleraPlacement,
+    GaleraUnavailable,
+    HAProxy,
+    PlacementHost,
+)
+from reportclient.testing._process import PlacementStartError
+from reportclient.testing._server import (
+    EmbeddedPlacement,
+    LogLine,
+    PlacementServer,
+    RequestRecord,
+)
 
 __all__ = [
     "ADMIN_TOKEN",

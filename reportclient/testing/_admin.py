@@ -15,6 +15,8 @@ from typing import Any
 
 import requests
 
+__all__ = ["DEFAULT_MICROVERSION", "Inventory", "PlacementAdmin", "PlacementAdminError"]
+
 DEFAULT_MICROVERSION = "1.39"
 _ARRANGE_ATTEMPTS = 5
 

@@ -1,10 +1,10 @@
 """Build the real Placement WSGI application from an in-code oslo.config object.
 
-Shared by :class:`~reportclient.testing.EmbeddedPlacement` (in-memory SQLite, in this
-process) and the ``_serve`` child process behind :class:`~reportclient.testing.PlacementServer`
-(file SQLite). Placement is imported lazily so that ``import reportclient.testing`` stays cheap
-and :class:`~reportclient.testing.PlacementAdmin` works without ``openstack-placement``.
-"""
+Shared by everything that starts Placement: ``_server`` (in-memory SQLite in this process, or a
+SQLite file in the ``_server.serve`` child), ``_cluster``'s gunicorn app factory and, through
+it, ``_galera``'s hosts. Placement is imported lazily so that ``import reportclient.testing``
+stays cheap and :class:`~reportclient.testing.PlacementAdmin` works without
+``openstack-placement``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from oslo_config import cfg
+
+__all__ = [
+    "ADMIN_TOKEN",
+    "EVIDENCE_LOG",
+    "WSGIApp",
+    "build_conf",
+    "load_app",
+    "log_evidence",
+    "max_microversion",
+    "reset_process_globals",
+]
 
 #: Token accepted by Placement's ``noauth2`` middleware as an admin user.
 ADMIN_TOKEN = "admin"  # noqa: S105 - noauth2 user name, not a secret

@@ -23,8 +23,17 @@ from reportclient.testing._cluster import (
     ClusterUnavailable,
     PlacementCluster,
 )
-from reportclient.testing._embedded import EmbeddedPlacement
-from reportclient.testing._server import PlacementServer
+from reportclient.testing._server import EmbeddedPlacement, PlacementServer
+
+__all__ = [
+    "COMPUTE_NODE_INVENTORY",
+    "compute_node",
+    "placement_admin",
+    "placement_cluster_mariadb",
+    "placement_cluster_postgresql",
+    "placement_process",
+    "real_placement",
+]
 
 #: Inventory of the ``compute_node`` fixture's provider.
 COMPUTE_NODE_INVENTORY: Inventory = {

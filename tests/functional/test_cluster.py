@@ -11,9 +11,13 @@ import requests
 import sqlalchemy
 from sqlalchemy.engine import make_url
 
-from reportclient.testing import ClusterUnavailable, PlacementAdmin, PlacementCluster
+from reportclient.testing import (
+    ClusterUnavailable,
+    PlacementAdmin,
+    PlacementCluster,
+    PlacementStartError,
+)
 from reportclient.testing import pytest_plugin as plugin
-from reportclient.testing._server import PlacementStartError
 from tests.functional._helpers import LATEST, held, new_id, raw_body, run_together
 
 pytestmark = pytest.mark.functional

@@ -4,13 +4,10 @@ SQLite allows one writer, so :class:`PlacementServer` and :class:`EmbeddedPlacem
 request at a time; races between *server* processes (a worker dying mid-write, two workers
 updating one consumer, a write parked on a row lock) need a real database and several workers.
 
-Start-up order is the point of this module. Placement inserts the standard traits and resource
-classes the first time its app is loaded, and N workers loading it at once race on that insert.
-So gunicorn runs with ``--preload``: its master imports this module and calls
-:func:`gunicorn_app`, which syncs the schema and loads the app exactly once, then empties the
-DB connection pool so the forked workers never share the master's sockets (oslo.db would also
-discard them on checkout, by pid). Workers are forked from that loaded app, and so is every
-replacement after :meth:`PlacementCluster.kill_worker`.
+How gunicorn is started and its app preloaded (once, before any worker is forked, so that
+Placement's first-start inserts do not race) lives in ``workers``, which Galera's hosts share;
+this module adds the database it runs on and the faults a test injects: a worker killed
+(:meth:`PlacementCluster.kill_worker`), a consumer row held locked.
 
 Each cluster creates its own database (``rc_<random>``) and drops it on stop, also when start-up
 or the ``with`` body fails; a finalizer drops it if the owner forgets to stop.
@@ -18,27 +15,21 @@ or the ``with`` body fails; a finalizer drops it if the owner forgets to stop.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import requests
-
 from reportclient.testing import _app
-from reportclient.testing._cluster_db import (
+from reportclient.testing._cluster.db import (
     _DIALECTS,
     _PROBE_INTERVAL,
     ClusterUnavailable,
@@ -50,91 +41,26 @@ from reportclient.testing._cluster_db import (
     orphaned_allocations_sql,
     orphans_by_provider,
 )
-from reportclient.testing._server import PlacementStartError
+from reportclient.testing._cluster.workers import (
+    all_workers_answer,
+    live_children,
+    start_gunicorn,
+)
+from reportclient.testing._process import PlacementStartError, kill_session
+from reportclient.testing._started import Started
 
-__all__ = [
-    "REQUIRE_DATABASES_ENV",
-    "ClusterUnavailable",
-    "ConsumerLock",
-    "PlacementCluster",
-    "gunicorn_app",
-]
+__all__ = ["REQUIRE_DATABASES_ENV", "ClusterUnavailable", "ConsumerLock", "PlacementCluster"]
 
 #: Set to ``1`` (CI does) to make the cluster fixtures fail instead of skip without a database.
 REQUIRE_DATABASES_ENV = "REPORTCLIENT_REQUIRE_DATABASES"
-_DATABASE_URL_ENV = "REPORTCLIENT_CLUSTER_DATABASE_URL"
-_PARENT_PID_ENV = "REPORTCLIENT_CLUSTER_PARENT_PID"
-#: Set (to anything) for :func:`gunicorn_app` to log what :func:`_app.log_evidence` logs.
-_LOG_EVIDENCE_ENV = "REPORTCLIENT_CLUSTER_LOG_EVIDENCE"
-_IMPORT_ROOT = str(Path(__file__).resolve().parents[2])
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL gunicorn's whole process group (master, workers, a worker being forked); reap.
-
-    No graceful stop: a sync worker that got SIGTERM spends about a second tearing down its
-    interpreter, so a graceful stop of four workers took 4 s, and nothing here needs it.
-    """
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
 
 
 def _finalize(proc: subprocess.Popen[bytes], database: str, url: str, name: str) -> None:
-    _kill(proc)
+    kill_session(proc)
     _drop_database(database, url, name)
 
 
-def _children(pid: int) -> list[int]:
-    """Live (not zombie) child processes of ``pid``, read from /proc."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ..."; comm may contain spaces and parentheses.
-        state, ppid = stat.rpartition(")")[2].split()[:2]
-        if int(ppid) == pid and state != "Z":
-            found.append(int(entry.name))
-    return sorted(found)
-
-
-def gunicorn_app() -> _app.WSGIApp:
-    """gunicorn's app factory (``--preload``): sync the schema, load Placement once.
-
-    Runs in the gunicorn master, before any worker is forked; reads the database URL from
-    ``REPORTCLIENT_CLUSTER_DATABASE_URL``.
-    """
-    from placement import db_api
-    from placement.db.sqlalchemy import migration
-
-    if os.environ.get(_LOG_EVIDENCE_ENV):
-        _app.log_evidence()
-    conf = _app.build_conf(os.environ[_DATABASE_URL_ENV])
-    db_api.configure(conf)
-    migration.upgrade("head")
-    app = _app.load_app(conf)  # inserts the standard traits and resource classes
-    db_api.placement_context_manager.dispose_pool()
-    parent = int(os.environ.get(_PARENT_PID_ENV, "0"))
-    if parent:
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    return app
-
-
-def _watch_parent(parent: int) -> None:
-    """Stop gunicorn gracefully once the test process is gone, so no cluster outlives it."""
-    while os.getppid() == parent:
-        time.sleep(0.5)  # a daemon watchdog's poll interval, not a wait in a test
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-class PlacementCluster:
+class PlacementCluster(Started):
     """The real Placement behind ``workers`` gunicorn sync workers on a fresh database.
 
     :param database: ``"mariadb"`` (PyMySQL) or ``"postgresql"`` (psycopg2).
@@ -235,48 +161,20 @@ class PlacementCluster:
 
     def _spawn(self) -> None:
         self._tmpdir = Path(tempfile.mkdtemp(prefix="reportclient-cluster-"))
-        listener = socket.create_server((self.host, self._port), backlog=1024)
-        self._port = listener.getsockname()[1]
-        cmd = [
-            sys.executable, "-m", "gunicorn",
-            "--preload",
-            "--worker-class", "sync",
-            "--workers", str(self.workers),
-            # A socket we bound: the port is known before gunicorn starts, with no race.
-            "--bind", f"fd://{listener.fileno()}",
-            "--timeout", str(self._worker_timeout),
-            "--graceful-timeout", "5",
-            "--error-logfile", "-",
-        ]  # fmt: skip
-        if int(importlib.metadata.version("gunicorn").split(".")[0]) >= 25:
-            cmd.append("--no-control-socket")
-        cmd.append(f"{__name__}:gunicorn_app()")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
-        env[_DATABASE_URL_ENV] = self.database_url
-        env[_PARENT_PID_ENV] = str(os.getpid())
-        with listener, open(self._tmpdir / "gunicorn.log", "ab") as log:
-            self._proc = subprocess.Popen(  # noqa: S603 - argv built from our own values
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                pass_fds=(listener.fileno(),),
-                # Its own process group, so stop() can kill master and workers in one go.
-                start_new_session=True,
-            )
+        self._proc, self._port = start_gunicorn(
+            self.host,
+            self._port,
+            workers=self.workers,
+            worker_timeout=self._worker_timeout,
+            database_url=self.database_url,
+            log_path=self._tmpdir / "gunicorn.log",
+        )
         self._finalizer = weakref.finalize(
             self, _finalize, self._proc, self.database, self._admin_url, self.database_name
         )
 
     def _ready(self) -> bool:
-        if len(self.worker_pids()) != self.workers:
-            return False
-        try:
-            return requests.get(f"{self.url}/", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
+        return all_workers_answer(self.master_pid, self.workers, self.url)
 
     def _wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
         """Poll ``done`` until true; ``proc.wait`` is the pause, so a dead master shows at once."""
@@ -303,7 +201,7 @@ class PlacementCluster:
             self._finalizer = None
         try:
             if proc is not None:
-                _kill(proc)
+                kill_session(proc)
         finally:
             if self._created:
                 self._created = False
@@ -312,14 +210,6 @@ class PlacementCluster:
                 self._final_log = self.read_log()
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
                 self._tmpdir = None
-
-    def __enter__(self) -> PlacementCluster:
-        """Start the cluster."""
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Stop the cluster and drop its database, also when the body raised."""
-        self.stop()
 
     def read_log(self) -> str:
         """gunicorn's log (master and workers) so far, or the final one after :meth:`stop`."""
@@ -334,7 +224,7 @@ class PlacementCluster:
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (the master's children), sorted."""
-        return _children(self.master_pid)
+        return live_children(self.master_pid)
 
     def kill_worker(self, pid: int | None = None) -> int:
         """SIGKILL one worker (the first one by default) and return its pid once it is dead.

@@ -1,6 +1,6 @@
 """Child-process entry point: serve the real Placement on a file SQLite database.
 
-Run as ``python -m reportclient.testing._serve --db PATH --port-file PATH [--port N]``.
+Run as ``python -m reportclient.testing._server.serve --db PATH --port-file PATH [--port N]``.
 :class:`~reportclient.testing.PlacementServer` starts this; it is not meant to be run by hand,
 though doing so is harmless. Log lines go to stderr; one JSON object per served request is
 appended to ``--requests-file`` when given.
@@ -16,12 +16,12 @@ import os
 import signal
 import sys
 import threading
-import time
 from types import FrameType
 from typing import IO, TYPE_CHECKING
 
 from reportclient.testing import _app
-from reportclient.testing._wsgi import (
+from reportclient.testing._process import watch_parent
+from reportclient.testing._server.wsgi import (
     RecordingMiddleware,
     RequestRecord,
     current_request_ids,
@@ -30,6 +30,8 @@ from reportclient.testing._wsgi import (
 
 if TYPE_CHECKING:
     from oslo_config import cfg
+
+__all__ = ["main"]
 
 
 class _RequestIdFilter(logging.Filter):
@@ -79,13 +81,6 @@ def _prepare_database(conf: cfg.ConfigOpts) -> None:
         migration.upgrade("head")
 
 
-def _watch_parent(parent_pid: int) -> None:
-    """SIGTERM ourselves once the parent is gone, so a crashed test run leaves no server."""
-    while os.getppid() == parent_pid:
-        time.sleep(0.5)  # a poll interval for a daemon watchdog, not a wait for readiness
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     # Turn SIGTERM into the same clean exit path as Ctrl-C (serve_forever unwinds).
     raise KeyboardInterrupt
@@ -106,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     if args.parent_pid:
         threading.Thread(
-            target=_watch_parent, args=(args.parent_pid,), name="parent-watch", daemon=True
+            target=watch_parent, args=(args.parent_pid,), name="parent-watch", daemon=True
         ).start()
     log = logging.getLogger("reportclient.testing.serve")
 

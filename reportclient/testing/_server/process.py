@@ -17,23 +17,18 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 import requests
 
-from reportclient.testing import _app
-from reportclient.testing._wsgi import RequestRecord
+from reportclient.testing._process import PlacementStartError, child_env
+from reportclient.testing._server.base import SQLitePlacement
+from reportclient.testing._server.wsgi import RequestRecord
 
-# Directory that contains the ``reportclient`` package, so the child can import it even when
-# the package is not installed (e.g. tests run from a source checkout).
-_IMPORT_ROOT = str(Path(__file__).resolve().parents[2])
+__all__ = ["PlacementServer"]
+
 # Pause between readiness probes; proc.wait() is used for it so an early exit is seen at once.
 _PROBE_INTERVAL = 0.05
-
-
-class PlacementStartError(RuntimeError):
-    """The Placement child process exited or did not answer ``GET /`` in time."""
 
 
 def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -47,7 +42,7 @@ def _terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
     proc.wait()
 
 
-class PlacementServer:
+class PlacementServer(SQLitePlacement):
     """The real Placement (``noauth2``, SQLite file in a temp dir) in a separate process.
 
     :meth:`restart` keeps the port and database; :meth:`kill` simulates a crash;
@@ -131,12 +126,11 @@ class PlacementServer:
 
     def _spawn(self) -> None:
         self._port_file.unlink(missing_ok=True)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
+        env = child_env()
         cmd = [
             self._python,
             "-m",
-            "reportclient.testing._serve",
+            "reportclient.testing._server.serve",
             "--db",
             str(self.db_path),
             "--host",
@@ -234,19 +228,6 @@ class PlacementServer:
         self._stop_process(graceful=True)
         return self.start()
 
-    def __enter__(self) -> PlacementServer:
-        """Start the server."""
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop the server, also when the body raised."""
-        self.stop()
-
     # -- addresses and state -----------------------------------------------------------------
 
     @property
@@ -265,16 +246,6 @@ class PlacementServer:
         if not self._port:
             raise RuntimeError("PlacementServer has not been started")
         return self._port
-
-    @property
-    def url(self) -> str:
-        """Endpoint URL without trailing slash, e.g. ``http://127.0.0.1:40123``."""
-        return f"http://{self._host}:{self.port}"
-
-    @property
-    def token(self) -> str:
-        """``X-Auth-Token`` value that ``noauth2`` maps to an admin user."""
-        return _app.ADMIN_TOKEN
 
     @property
     def max_microversion(self) -> str:

@@ -29,7 +29,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from reportclient.testing._galera import GaleraUnavailable, free_ports
+from reportclient.testing._galera.nodes import GaleraUnavailable
+from reportclient.testing._process import free_ports
+from reportclient.testing._started import Started
 
 __all__ = ["MODES", "ROUND_ROBIN", "SINGLE_WRITER", "HAProxy"]
 
@@ -41,7 +43,7 @@ _BACKEND = "placement"
 CHECK_INTERVAL_MS = 300
 
 
-class HAProxy:
+class HAProxy(Started):
     """One HAProxy process: a frontend on a free loopback port, one backend of ``servers``.
 
     :param servers: ``(name, port)`` of each Placement host on 127.0.0.1, the first the active
@@ -161,14 +163,6 @@ class HAProxy:
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
-
-    def __enter__(self) -> HAProxy:
-        """Start the proxy."""
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Stop the proxy."""
-        self.stop()
 
     def read_log(self) -> str:
         """HAProxy's own messages (server state changes, alerts)."""

@@ -1,6 +1,6 @@
 """The database side of :class:`PlacementCluster`: dialects, unpooled statements, row locks.
 
-Kept apart from the process side (gunicorn, workers) in ``_cluster.py``; both engines'
+Kept apart from the process side (gunicorn, workers) in ``cluster``; both engines'
 differences live in one :class:`_Dialect` table so the cluster code has no branch per database.
 """
 

@@ -18,6 +18,17 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from reportclient.testing._app import WSGIApp
 
+__all__ = [
+    "LISTEN_BACKLOG",
+    "LogCaptureHandler",
+    "LogLine",
+    "LoopbackWSGIServer",
+    "RecordingMiddleware",
+    "RequestRecord",
+    "current_request_ids",
+    "make_loopback_server",
+]
+
 LOG = logging.getLogger("reportclient.testing")
 
 #: Listen backlog; the socketserver default of 5 drops connections when a test client fires

@@ -13,11 +13,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any, ClassVar
 
 from reportclient.testing import _app
-from reportclient.testing._wsgi import (
+from reportclient.testing._server.base import SQLitePlacement
+from reportclient.testing._server.wsgi import (
     LogCaptureHandler,
     LogLine,
     RecordingMiddleware,
@@ -25,12 +25,14 @@ from reportclient.testing._wsgi import (
     make_loopback_server,
 )
 
+__all__ = ["EmbeddedPlacement"]
+
 _JOIN_TIMEOUT = 10.0
 # How often serve_forever checks for a shutdown request; bounds how long stop() takes.
 _POLL_INTERVAL = 0.05
 
 
-class EmbeddedPlacement:
+class EmbeddedPlacement(SQLitePlacement):
     """The real Placement (``noauth2``, in-memory SQLite) served from a daemon thread.
 
     Use as a context manager or call :meth:`start` / :meth:`stop`. Requests are served one at a
@@ -175,19 +177,6 @@ class EmbeddedPlacement:
         """
         self._run_cleanups()
 
-    def __enter__(self) -> EmbeddedPlacement:
-        """Start the server."""
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Stop the server, also when the body raised."""
-        self.stop()
-
     # -- addresses ---------------------------------------------------------------------------
 
     @property
@@ -208,11 +197,6 @@ class EmbeddedPlacement:
         return int(self._server.server_port)
 
     @property
-    def url(self) -> str:
-        """Endpoint URL without trailing slash, e.g. ``http://127.0.0.1:40123``."""
-        return f"http://{self._host}:{self.port}"
-
-    @property
     def wsgi_app(self) -> Any:
         """The WSGI application the server runs (with its request recording).
 
@@ -223,11 +207,6 @@ class EmbeddedPlacement:
         if self._server is None:
             raise RuntimeError("EmbeddedPlacement is not running")
         return self._server.get_app()
-
-    @property
-    def token(self) -> str:
-        """``X-Auth-Token`` value that ``noauth2`` maps to an admin user."""
-        return _app.ADMIN_TOKEN
 
     @property
     def max_microversion(self) -> str:

@@ -10,7 +10,7 @@ Each host is a gunicorn (``workers`` sync workers, ``--preload``) whose Placemen
 own Galera node only, so which host HAProxy picks decides which node a transaction is
 certified on. The schema is synced once, by the first host's master, before the others start
 (they find it at head and the standard traits and classes present). The hosts' app factory is
-:func:`reportclient.testing._cluster.gunicorn_app`, the one :class:`PlacementCluster` uses.
+:func:`reportclient.testing._cluster.workers.gunicorn_app`, the one :class:`PlacementCluster` uses.
 
 Faults, each one call: :meth:`GaleraPlacement.kill_node` (SIGKILL a ``mariadbd``),
 :meth:`~GaleraPlacement.start_node` (it rejoins by IST), :meth:`~GaleraPlacement.isolate` (the
@@ -22,40 +22,32 @@ API). :meth:`~GaleraPlacement.use_mode` swaps HAProxy's mode keeping the databas
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
-import os
 import secrets
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from reportclient.testing import _app
-from reportclient.testing._cluster import (
-    _DATABASE_URL_ENV,
-    _IMPORT_ROOT,
-    _LOG_EVIDENCE_ENV,
-    _PARENT_PID_ENV,
-    _children,
-    _kill,
-)
-from reportclient.testing._cluster_db import (
+from reportclient.testing._cluster.db import (
     ClusterUnavailable,
     _run,
     orphaned_allocations_sql,
     orphans_by_provider,
 )
-from reportclient.testing._galera import GaleraCluster, free_ports
-from reportclient.testing._haproxy import SINGLE_WRITER, HAProxy
-from reportclient.testing._server import PlacementStartError
+from reportclient.testing._cluster.workers import all_workers_answer, start_gunicorn
+from reportclient.testing._galera.haproxy import SINGLE_WRITER, HAProxy
+from reportclient.testing._galera.nodes import GaleraCluster
+from reportclient.testing._process import (
+    PlacementStartError,
+    free_ports,
+    kill_session,
+)
+from reportclient.testing._started import Started
 
 __all__ = ["PLACEMENT_TABLES", "GaleraPlacement", "PlacementHost"]
 
@@ -98,35 +90,15 @@ class PlacementHost:
         """Start gunicorn on :attr:`port` and wait until every worker answers."""
         if self.running:
             raise RuntimeError(f"{self.name} is already running")
-        listener = socket.create_server(("127.0.0.1", self.port), backlog=1024)
-        cmd = [
-            sys.executable, "-m", "gunicorn",
-            "--preload",
-            "--worker-class", "sync",
-            "--workers", str(self.workers),
-            "--bind", f"fd://{listener.fileno()}",
-            "--timeout", "120",
-            "--graceful-timeout", "5",
-            "--error-logfile", "-",
-        ]  # fmt: skip
-        if int(importlib.metadata.version("gunicorn").split(".")[0]) >= 25:
-            cmd.append("--no-control-socket")
-        cmd.append("reportclient.testing._cluster:gunicorn_app()")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_IMPORT_ROOT, env.get("PYTHONPATH")) if p)
-        env[_DATABASE_URL_ENV] = self.database_url
-        env[_PARENT_PID_ENV] = str(os.getpid())
-        env[_LOG_EVIDENCE_ENV] = "1"  # what Placement did silently: judges need it
-        with listener, open(self.directory / f"{self.name}.log", "ab") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - argv built from our own values
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                pass_fds=(listener.fileno(),),
-                start_new_session=True,
-            )
+        self.proc, _ = start_gunicorn(
+            "127.0.0.1",
+            self.port,
+            workers=self.workers,
+            worker_timeout=120,
+            database_url=self.database_url,
+            log_path=self.directory / f"{self.name}.log",
+            log_evidence=True,  # what Placement did silently: judges need it
+        )
         deadline = time.monotonic() + timeout
         while not self._ready():
             if self.proc.poll() is not None:
@@ -138,18 +110,13 @@ class PlacementHost:
 
     def _ready(self) -> bool:
         assert self.proc is not None
-        if len(_children(self.proc.pid)) != self.workers:
-            return False
-        try:
-            return requests.get(f"{self.url}/", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
+        return all_workers_answer(self.proc.pid, self.workers, self.url)
 
     def kill(self) -> None:
         """SIGKILL master and workers at once (a host that lost power); requests in flight die."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            _kill(proc)
+            kill_session(proc)
 
     def read_log(self) -> str:
         """gunicorn's and Placement's log over every start of this host."""
@@ -159,7 +126,7 @@ class PlacementHost:
             return ""
 
 
-class GaleraPlacement:
+class GaleraPlacement(Started):
     """Galera, a Placement host per node and HAProxy, started and stopped together.
 
     :param mode: HAProxy's mode, ``"single-writer"`` or ``"round-robin"``.
@@ -222,14 +189,6 @@ class GaleraPlacement:
             if self._tmpdir is not None:
                 shutil.rmtree(self._tmpdir, ignore_errors=True)
                 self._tmpdir = None
-
-    def __enter__(self) -> GaleraPlacement:
-        """Start everything."""
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Stop everything, also when the body raised."""
-        self.stop()
 
     def use_mode(self, mode: str) -> None:
         """(Re)start HAProxy in ``mode`` over the hosts; wait until every server is UP."""
@@ -307,7 +266,7 @@ class GaleraPlacement:
         """``CHECKSUM TABLE`` of every table in :data:`PLACEMENT_TABLES` on node ``index``."""
         import sqlalchemy
 
-        from reportclient.testing._cluster_db import _engine
+        from reportclient.testing._cluster.db import _engine
 
         engine = _engine(self.database_url(index), autocommit=True)
         statement = f"CHECKSUM TABLE {', '.join(PLACEMENT_TABLES)}"
@@ -322,7 +281,7 @@ class GaleraPlacement:
         """Allocation rows on node ``index`` without a consumer row: provider -> consumer -> used.
 
         Such a row counts in a provider's usage and shows in no listing
-        (:func:`~reportclient.testing._cluster_db.orphaned_allocations_sql`). Read causally.
+        (:func:`~reportclient.testing._cluster.db.orphaned_allocations_sql`). Read causally.
         """
         statement = orphaned_allocations_sql(self.database_name)
         return orphans_by_provider(self.galera.causal_query(index, statement))

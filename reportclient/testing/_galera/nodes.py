@@ -29,8 +29,6 @@ import os
 import pwd
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -39,7 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reportclient.testing._cluster_db import ClusterUnavailable, _run
+from reportclient.testing._cluster.db import ClusterUnavailable, _run
+from reportclient.testing._process import free_ports, kill_session
+from reportclient.testing._started import Started
 
 __all__ = ["GaleraCluster", "GaleraNode", "GaleraUnavailable"]
 
@@ -54,16 +54,6 @@ _EVS = (
 
 class GaleraUnavailable(ClusterUnavailable):
     """``mariadbd``, the Galera provider or ``rsync`` is missing: nothing to run a cluster on."""
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free loopback ports (held together while picked, then released)."""
-    socks = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
-    try:
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 @dataclass
@@ -105,25 +95,13 @@ class GaleraNode:
         return self.proc is not None and self.proc.poll() is None
 
 
-def _kill(proc: subprocess.Popen[bytes] | None) -> None:
-    """SIGKILL ``proc``'s session (mariadbd and an SST script it may be running); reap."""
-    if proc is None:
-        return
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
-
-
 def _finalize(nodes: list[GaleraNode], tmpdir: Path) -> None:
     for node in nodes:
-        _kill(node.proc)
+        kill_session(node.proc)
     shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-class GaleraCluster:
+class GaleraCluster(Started):
     """Three (``size``) Galera nodes on loopback ports, each its own ``mariadbd``.
 
     :param size: nodes; three keep quorum when one is killed or isolated.
@@ -194,14 +172,6 @@ class GaleraCluster:
         for node in self.nodes:
             node.proc = None
         self._tmpdir = None
-
-    def __enter__(self) -> GaleraCluster:
-        """Start the cluster."""
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Stop the cluster, also when the body raised."""
-        self.stop()
 
     def _write_config(self, node: GaleraNode) -> None:
         members = ",".join(f"127.0.0.1:{n.gcomm_port}" for n in self.nodes)
@@ -292,7 +262,7 @@ wsrep_slave_threads=2
         if node.proc is None:
             raise RuntimeError(f"{node.name} is not running")
         pid = node.proc.pid
-        _kill(node.proc)
+        kill_session(node.proc)
         node.proc = None
         return pid
 
