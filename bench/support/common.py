@@ -23,6 +23,8 @@ from keystoneauth1 import token_endpoint
 
 from reportclient.testing import PlacementServer, RequestRecord
 
+#: Where the entries write their JSON by default (``bench/results/``, ignored by git).
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: Room for every claim a run makes; capacity is never what a workload measures.
 INVENTORY = {"VCPU": {"total": 1_000_000, "max_unit": 1_000_000}}
 

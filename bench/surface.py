@@ -1,6 +1,6 @@
 """Benchmark the library's newer surface against nova's report client; print tables, write JSON.
 
-Usage: ``python bench/bench_surface.py [--quick] [--json PATH]``
+Usage: ``python -m bench surface [--quick] [--json PATH]``
 
 Against the real Placement (``placement_server()``: a child process, SQLite on tmpfs), side
 by side with nova's ``SchedulerReportClient`` when nova imports (otherwise reportclient only,
@@ -15,7 +15,8 @@ with a note), requests per operation as the server counted them and time per ope
    resource class) brought to a description: created, then unchanged, then with one
    inventory total changed. reportclient: ``client.providers.reconcile(specs)`` (default
    ``cache_ttl=0`` and ``cache_ttl=60``); nova: ``get_provider_tree_and_ensure_root`` then
-   ``update_from_provider_tree`` as its resource tracker does (see ``bench_surface_nova``).
+   ``update_from_provider_tree`` as its resource tracker does (see
+   ``bench.drivers.surface.NovaSurfaceDriver``).
 
 Variants take turns in rounds (order rotated every round) so drift hits all alike.
 """
@@ -36,14 +37,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).resolve().parent
-# Runnable from a source checkout without installing: the package and these helpers.
-for _path in (str(_HERE), str(_HERE.parent)):
-    if _path not in sys.path:
-        sys.path.append(_path)
-
-from bench_common import (  # noqa: E402
+from bench.drivers.allocations import TTL, NovaUnavailable, load_nova
+from bench.drivers.surface import (
+    CUSTOM_RC,
+    CUSTOM_TRAIT,
+    LIMIT,
+    QUERY,
+    TRAIT,
+    RcSurfaceDriver,
+    Tree,
+    nova_drivers,
+)
+from bench.support.common import (
     PROJECT,
+    RESULTS,
     USER,
     WireCounter,
     emit,
@@ -54,20 +61,8 @@ from bench_common import (  # noqa: E402
     quiet_logging,
     server_description,
 )
-from bench_drivers import TTL, NovaUnavailable, load_nova  # noqa: E402
-from bench_report import table  # noqa: E402
-from bench_surface_drivers import (  # noqa: E402
-    CUSTOM_RC,
-    CUSTOM_TRAIT,
-    LIMIT,
-    QUERY,
-    TRAIT,
-    RcSurfaceDriver,
-    Tree,
-    nova_drivers,
-)
-
-from reportclient.testing import PlacementAdmin, RequestRecord  # noqa: E402
+from bench.workloads.report import table
+from reportclient.testing import PlacementAdmin, RequestRecord
 
 PHASES = ("create", "unchanged", "changed")
 FULL = {"move_n": 300, "candidates_n": 600, "trees": 40, "rounds": 10, "providers": 8}
@@ -325,12 +320,14 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the three workloads, print the tables, write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench surface", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="small counts, about a minute")
     parser.add_argument(
         "--json",
         type=Path,
-        default=_HERE / "results" / "surface.json",
+        default=RESULTS / "surface.json",
         help="where to write the results (default bench/results/surface.json)",
     )
     args = parser.parse_args(argv)
@@ -376,7 +373,3 @@ def main(argv: list[str] | None = None) -> int:
         admin.close()
     meta["wall_seconds"] = time.perf_counter() - began
     return emit(render(meta, results), meta, results, args.json)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

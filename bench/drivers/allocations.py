@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 import requests
 import tenacity
-from bench_common import MICROVERSION, PROJECT, USER, CountingAdapter, make_adapter
 from keystoneauth1 import adapter as ks_adapter
 
+from bench.support.common import MICROVERSION, PROJECT, USER, CountingAdapter, make_adapter
 from reportclient import PlacementClient, add_allocations
 
 CONSUMER_TYPE = "INSTANCE"
@@ -232,7 +232,7 @@ def load_nova() -> tuple[Any, str]:
 
     :raises NovaUnavailable: with the reason, when nova is missing or broken.
     """
-    from bench_common import package_version
+    from bench.support.common import package_version
 
     version = package_version("nova")
     if version is None:

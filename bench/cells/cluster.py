@@ -30,8 +30,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import tenacity
-from bench_common import INVENTORY, latency_ms, mark, package_version
-from bench_contention import (
+
+from bench.cells.mixed import mixed, mixed_table, mixed_targets
+from bench.drivers.allocations import BareDriver, Driver, NovaDriver, ReportclientDriver
+from bench.support.common import INVENTORY, latency_ms, mark, package_version
+from bench.workloads.contention import (
     FIGURES,
     contention_cell,
     cpu_ms_per_ok,
@@ -40,10 +43,7 @@ from bench_contention import (
     summarise,
     vs_baseline,
 )
-from bench_drivers import BareDriver, Driver, NovaDriver, ReportclientDriver
-from bench_mixed import mixed, mixed_table, mixed_targets
-from bench_report import table
-
+from bench.workloads.report import table
 from reportclient._wire.transport import size_pool
 from reportclient.retry import DEFAULT_ATTEMPTS, DEFAULT_DEADLINE, wait_full_jitter
 from reportclient.testing import PlacementAdmin, PlacementCluster

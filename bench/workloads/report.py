@@ -6,9 +6,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from bench_common import mark
-from bench_drivers import RC_TTL_NAME
-from bench_workloads import RACE_RC, RACE_RC_TTL
+from bench.drivers.allocations import RC_TTL_NAME
+from bench.support.common import mark
+from bench.workloads.claims import RACE_RC, RACE_RC_TTL
 
 BASE = "bare PUT"
 GETPUT = "bare GET+PUT"

@@ -18,11 +18,10 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from bench_cluster import _claims_cell, _pool
-from bench_common import INVENTORY, latency_ms
-from bench_drivers import Driver, ReportclientDriver
-from bench_report import table
-
+from bench.cells.cluster import _claims_cell, _pool
+from bench.drivers.allocations import Driver, ReportclientDriver
+from bench.support.common import INVENTORY, latency_ms
+from bench.workloads.report import table
 from reportclient.testing import SINGLE_WRITER, GaleraPlacement, PlacementAdmin
 
 VIA, DIRECT, AGAIN = "via HAProxy", "host1 direct", "host1 direct again"

@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench_cluster import _pool, cluster_cpu_seconds
-from bench_common import INVENTORY, latency_ms
-from bench_contention import Worker, rotations, run_groups, shared_consumer
-from bench_drivers import Driver, NovaDriver, ReportclientDriver
-from bench_report import table
-
+from bench.cells.cluster import _pool, cluster_cpu_seconds
+from bench.drivers.allocations import Driver, NovaDriver, ReportclientDriver
+from bench.support.common import INVENTORY, latency_ms
+from bench.workloads.contention import Worker, rotations, run_groups, shared_consumer
+from bench.workloads.report import table
 from reportclient.testing import PlacementAdmin, PlacementCluster
 
 RC, NOVA, NOVA_AGAIN = "reportclient", "nova", "nova again"
