@@ -19,10 +19,9 @@ import uuid
 from collections.abc import Callable
 
 import reportclient
+from bench.support.common import INVENTORY
 from reportclient.fixture import FakePlacement, make_client
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-
-INVENTORY = {"VCPU": {"total": 1_000_000, "max_unit": 1_000_000}}
 
 
 def _time_claims(client: reportclient.PlacementClient, rp: str, claims: int) -> list[float]:

@@ -71,7 +71,7 @@ from bench.support.common import (
     percentile,
     quiet_logging,
 )
-from bench.workloads.report import table
+from bench.support.tables import table
 from reportclient import PlacementClient, add_allocations
 from reportclient.testing import ClusterUnavailable, PlacementAdmin, PlacementCluster
 

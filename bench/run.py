@@ -22,7 +22,6 @@ comparison is measured side by side in the same run and printed as a ratio.
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 import time
 from pathlib import Path
@@ -45,9 +44,9 @@ from bench.support.common import (
     RESULTS,
     WireCounter,
     emit,
-    machine_info,
     placement_server,
     quiet_logging,
+    run_meta,
     server_description,
 )
 from bench.workloads import overhead
@@ -322,12 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     quiet_logging()
     sizes = QUICK if args.quick else FULL
-    meta: dict[str, Any] = machine_info()
-    meta.update(
-        mode="quick" if args.quick else "full",
-        started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        sizes=sizes,
-    )
+    meta: dict[str, Any] = run_meta(args.quick, sizes)
     nova: Any = None
     if args.with_nova:
         try:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import functools
 import math
 import re
@@ -55,13 +54,13 @@ from bench.support.common import (
     WireCounter,
     emit,
     latency_ms,
-    machine_info,
     percentile,
     placement_server,
     quiet_logging,
+    run_meta,
     server_description,
 )
-from bench.workloads.report import table
+from bench.support.tables import errors_cell, header, table
 from reportclient.testing import PlacementAdmin, RequestRecord
 
 PHASES = ("create", "unchanged", "changed")
@@ -245,10 +244,6 @@ def _tree_ok(admin: PlacementAdmin, tree: Tree) -> bool:
     )
 
 
-def _errors(errors: dict[str, int]) -> str:
-    return ", ".join(f"{k}x{v}" for k, v in errors.items()) or "-"
-
-
 def _rows(
     variants: dict[str, dict[str, Any]], extra: Callable[[dict[str, Any]], Any], label: str = ""
 ) -> list[list[Any]]:
@@ -261,7 +256,13 @@ def _rows(
         figures = [v["requests_per_op"], span, v["p50_ms"], v["p99_ms"], v["mean_ms"], ratio]
         figures.append(v["client_cpu_p50_ms"])
         rows.append(
-            [f"{label}{name}", f"{v['ok']}/{v['ops']}", *figures, extra(v), _errors(v["errors"])]
+            [
+                f"{label}{name}",
+                f"{v['ok']}/{v['ops']}",
+                *figures,
+                extra(v),
+                errors_cell(v["errors"]),
+            ]
         )
     return rows
 
@@ -276,11 +277,10 @@ HEAD = ["ok/ops", "req/op", "req range", "p50 ms", "p99 ms", "mean ms", "p50 x n
 def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
     """The printed report."""
     out = [
-        "reportclient surface benchmarks (moves, allocation candidates, provider reconcile)",
-        f"machine: {meta['cpu_model']}, {meta['cores']} cores, Python {meta['python']}, "
-        f"openstack-placement {meta['placement']}, keystoneauth1 {meta['keystoneauth1']}, "
-        f"reportclient {meta['reportclient']}, nova {meta.get('nova') or '-'}",
-        f"mode: {meta['mode']}   started: {meta['started']}",
+        *header(
+            "reportclient surface benchmarks (moves, allocation candidates, provider reconcile)",
+            meta,
+        ),
         f"server: {meta['server']}",
         f"nova: {meta['nova_note']}",
         "req = requests the server saw; p50/p99/mean = wall time per operation; cpu ms = the "
@@ -334,12 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     quiet_logging()
     sizes: dict[str, int] = QUICK if args.quick else FULL
-    meta: dict[str, Any] = machine_info()
-    meta.update(
-        mode="quick" if args.quick else "full",
-        started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        sizes=sizes,
-    )
+    meta: dict[str, Any] = run_meta(args.quick, sizes)
     try:
         report, meta["nova"] = load_nova()
     except NovaUnavailable as exc:
