@@ -1,6 +1,6 @@
 """Median time per claim on the fake Placement vs the embedded real one.
 
-Usage: ``python bench/fake_vs_real.py [--claims N]``
+Usage: ``python -m bench fake-vs-real [--claims N]``
 
 Both backends are driven through the same public ``PlacementClient`` with the
 microversion pinned, each claim a fresh consumer (one PUT), so the only
@@ -19,10 +19,9 @@ import uuid
 from collections.abc import Callable
 
 import reportclient
+from bench.support.common import INVENTORY
 from reportclient.fixture import FakePlacement, make_client
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-
-INVENTORY = {"VCPU": {"total": 1_000_000, "max_unit": 1_000_000}}
 
 
 def _time_claims(client: reportclient.PlacementClient, rp: str, claims: int) -> list[float]:
@@ -41,10 +40,12 @@ def _measure(make: Callable[[], tuple[reportclient.PlacementClient, str]], claim
     return statistics.median(_time_claims(client, rp, claims))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench fake-vs-real", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--claims", type=int, default=300, help="claims per backend")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     fake = FakePlacement()
 
@@ -76,7 +77,3 @@ def main() -> int:
     print(f"  the fake is {result['real_over_fake']}x faster")
     print(json.dumps(result))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,14 +1,14 @@
 """Benchmark reportclient against the real Placement; print a table and write JSON.
 
-Usage: ``python bench/run.py [--quick] [--json PATH] [--with-nova] [--galera] [--shared]
+Usage: ``python -m bench run [--quick] [--json PATH] [--with-nova] [--galera] [--shared]
 [--placement sqlite|mariadb|postgresql] [--workers N]``
 
 ``--galera`` runs fresh claims through HAProxy on three Galera nodes beside the same claims
-sent to one node's Placement (``bench_galera``; needs the Galera suite's packages).
+sent to one node's Placement (``bench.cells.galera``; needs the Galera suite's packages).
 ``--shared`` (with ``--placement mariadb|postgresql``) runs threads sharing one client on
-one consumer, reportclient beside nova (``bench_shared``). ``--placement mariadb`` or
+one consumer, reportclient beside nova (``bench.cells.shared``). ``--placement mariadb`` or
 ``postgresql`` runs the production-shape workloads instead
-(``bench_cluster``): Placement behind ``--workers`` gunicorn workers on that database,
+(``bench.cells.cluster``): Placement behind ``--workers`` gunicorn workers on that database,
 fresh claims at 1/4/16/64 threads, contention at 2/4/16/64 writers and the mixed cell
 (2 writers on one consumer beside 14 threads claiming fresh consumers).
 
@@ -22,34 +22,14 @@ comparison is measured side by side in the same run and printed as a ratio.
 from __future__ import annotations
 
 import argparse
-import datetime
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).resolve().parent
-# Runnable from a source checkout without installing: the package and these helpers.
-for _path in (str(_HERE), str(_HERE.parent)):
-    if _path not in sys.path:
-        sys.path.append(_path)
-
-import bench_cluster  # noqa: E402
-import bench_galera  # noqa: E402
-import bench_memory  # noqa: E402
-import bench_overhead  # noqa: E402
-import bench_shared  # noqa: E402
-from bench_common import (  # noqa: E402
-    INVENTORY,
-    WireCounter,
-    emit,
-    machine_info,
-    placement_server,
-    quiet_logging,
-    server_description,
-)
-from bench_contention import contention  # noqa: E402
-from bench_drivers import (  # noqa: E402
+from bench import memory
+from bench.cells import cluster, galera, shared
+from bench.drivers.allocations import (
     TTL,
     BareDriver,
     Driver,
@@ -59,9 +39,18 @@ from bench_drivers import (  # noqa: E402
     ReportclientDriver,
     load_nova,
 )
-from bench_lifecycle import lifecycle  # noqa: E402
-from bench_report import render, targets  # noqa: E402
-from bench_workloads import (  # noqa: E402
+from bench.support.common import (
+    INVENTORY,
+    RESULTS,
+    WireCounter,
+    emit,
+    placement_server,
+    quiet_logging,
+    run_meta,
+    server_description,
+)
+from bench.workloads import overhead
+from bench.workloads.claims import (
     RACE_NOVA_BEFORE,
     RACE_NOVA_BETWEEN,
     RACE_RC,
@@ -70,9 +59,11 @@ from bench_workloads import (  # noqa: E402
     fresh_claims,
     shelve_race,
 )
-
-from reportclient import DEFAULT_CACHE_SIZE  # noqa: E402
-from reportclient.testing import PlacementAdmin  # noqa: E402
+from bench.workloads.contention import contention
+from bench.workloads.lifecycle import lifecycle
+from bench.workloads.report import render, targets
+from reportclient import DEFAULT_CACHE_SIZE
+from reportclient.testing import PlacementAdmin
 
 FULL: dict[str, Any] = {
     "w1_n": 250,
@@ -161,8 +152,8 @@ def _progress(message: str, began: float) -> None:
 
 def _memory(sizes: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "bytes": bench_memory.run("bytes", sizes["w6_bytes_n"]),
-        "rss": [bench_memory.run("rss", n) for n in sizes["w6_rss"]],
+        "bytes": memory.run("bytes", sizes["w6_bytes_n"]),
+        "rss": [memory.run("rss", n) for n in sizes["w6_rss"]],
     }
     if 1_000_000 not in sizes["w6_rss"]:
         out["skipped"] = ["1,000,000-entry RSS child (--quick); run without --quick"]
@@ -253,12 +244,14 @@ def _server_workloads(
 
 def main(argv: list[str] | None = None) -> int:
     """Run every workload, print the table, write the JSON; return the exit code."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench run", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="small counts, under a minute")
     parser.add_argument(
         "--json",
         type=Path,
-        default=_HERE / "results" / "latest.json",
+        default=RESULTS / "latest.json",
         help="where to write the results (default bench/results/latest.json)",
     )
     parser.add_argument(
@@ -328,12 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     quiet_logging()
     sizes = QUICK if args.quick else FULL
-    meta: dict[str, Any] = machine_info()
-    meta.update(
-        mode="quick" if args.quick else "full",
-        started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        sizes=sizes,
-    )
+    meta: dict[str, Any] = run_meta(args.quick, sizes)
     nova: Any = None
     if args.with_nova:
         try:
@@ -355,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         return _production_shape(args, nova, meta, began)
     results: dict[str, Any] = {}
     _progress("workload 5: client CPU overhead (stubbed transport)", began)
-    results["overhead"] = bench_overhead.measure(sizes["w5_block"], sizes["w5_repeats"])
+    results["overhead"] = overhead.measure(sizes["w5_block"], sizes["w5_repeats"])
     _progress("workload 6: cache memory (child processes)", began)
     results["memory"] = _memory(sizes)
     results.update(_server_workloads(sizes, nova, meta, began))
@@ -387,49 +375,45 @@ def _production_shape(
     if args.contention_only:
         sizes["threads"] = []
     sizes["fixed_window"] = args.fixed_window
-    if args.json == _HERE / "results" / "latest.json":
-        args.json = _HERE / "results" / f"production-{args.placement}.json"
+    if args.json == RESULTS / "latest.json":
+        args.json = RESULTS / f"production-{args.placement}.json"
     meta.update(sizes=sizes, placement=args.placement, workers=args.workers)
-    server, results = bench_cluster.run(
+    server, results = cluster.run(
         args.placement, args.workers, nova, sizes, lambda m: _progress(m, began)
     )
     meta.update(server)
     meta["wall_seconds"] = time.perf_counter() - began
-    return emit(bench_cluster.render(meta, results), meta, results, args.json)
+    return emit(cluster.render(meta, results), meta, results, args.json)
 
 
 def _galera(args: argparse.Namespace, meta: dict[str, Any], began: float) -> int:
-    sizes = bench_galera.QUICK if args.quick else bench_galera.FULL
+    sizes = galera.QUICK if args.quick else galera.FULL
     if args.threads:
         sizes = {**sizes, "threads": [int(t) for t in args.threads.split(",")]}
     if args.rounds:
         sizes = {**sizes, "rounds": args.rounds}
-    if args.json == _HERE / "results" / "latest.json":
-        args.json = _HERE / "results" / "production-galera.json"
+    if args.json == RESULTS / "latest.json":
+        args.json = RESULTS / "production-galera.json"
     meta.update(sizes=sizes, placement="galera")
-    meta["server"], rows = bench_galera.run(sizes, lambda m: _progress(m, began))
+    meta["server"], rows = galera.run(sizes, lambda m: _progress(m, began))
     meta["wall_seconds"] = time.perf_counter() - began
-    return emit(bench_galera.render(meta, rows), meta, {"fresh_claims": rows}, args.json)
+    return emit(galera.render(meta, rows), meta, {"fresh_claims": rows}, args.json)
 
 
 def _shared(args: argparse.Namespace, nova: Any, meta: dict[str, Any], began: float) -> int:
     if args.placement == "sqlite":
         print("--shared needs --placement mariadb or postgresql", file=sys.stderr)
         return 2
-    sizes = bench_shared.QUICK if args.quick else bench_shared.FULL
+    sizes = shared.QUICK if args.quick else shared.FULL
     if args.writers:
         sizes = {**sizes, "writers": [int(w) for w in args.writers.split(",")]}
     if args.rounds:
         sizes = {**sizes, "rounds": args.rounds}
-    if args.json == _HERE / "results" / "latest.json":
-        args.json = _HERE / "results" / f"shared-{args.placement}.json"
+    if args.json == RESULTS / "latest.json":
+        args.json = RESULTS / f"shared-{args.placement}.json"
     meta.update(sizes=sizes, placement=args.placement, workers=args.workers)
-    meta["server"], rows = bench_shared.run(
+    meta["server"], rows = shared.run(
         args.placement, args.workers, nova, sizes, lambda m: _progress(m, began)
     )
     meta["wall_seconds"] = time.perf_counter() - began
-    return emit(bench_shared.render(meta, rows), meta, {"shared": rows}, args.json)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return emit(shared.render(meta, rows), meta, {"shared": rows}, args.json)

@@ -7,7 +7,7 @@ the policy's wait (``contention_window`` on the retry state, see
 share of it (a policy of the caller's own may ignore it). A fixed window
 cannot suit every level of contention. Measured on 4 gunicorn
 workers over MariaDB, N writers (one client each) adding to one consumer,
-nova's client beside (``bench/run.py --placement mariadb --contention-only
+nova's client beside (``python -m bench run --placement mariadb --contention-only
 --fixed-window --with-nova``): a fixed 3 s first window gave 2 writers 9-10
 updates/s and a p99 of 1.9-2.7 s where nova made 10-18 and 1.1-2.2 s;
 windows starting at 0.05 s and doubling made 25-39 updates/s with a p99 of
@@ -63,7 +63,7 @@ So the window is shaped by what a conflict says about the crowd:
   client's do (2 s per collision so far: 4 s, 6 s, then the policy's 8 s
   cap), and the writers that collided three or four times made the tail:
   in five full runs 64 writers made 0.85-0.93x nova's updates/s at
-  1.08-1.13x its p99. A model of the burst (``bench/model_contention.py``:
+  1.08-1.13x its p99. A model of the burst (``python -m bench model``:
   writers behind a 2-core, 4-worker server; it reproduced that day's
   64-writer cell within 3% on updates/s and 5% on p99, nova's 14.8%
   give-ups included) put halving windows ahead of growing ones at every

@@ -51,7 +51,7 @@ CONSUMER_TYPE_VERSION: Microversion = (1, 38)
 #: The version for a consumer's reads and writes that set no consumer type
 #: and send no mappings: the lowest that carries generations, as nova's
 #: client sends them. Measured on Placement 16 over MariaDB (4 workers,
-#: ``bench/run.py --placement mariadb`` and the same requests alone): from
+#: ``python -m bench run --placement mariadb`` and the same requests alone): from
 #: 1.38 every allocation read and write loads the whole consumer_types table
 #: (its cache lives one request), 16% more Placement CPU per request with 16
 #: writers on one consumer; and 1.37 costs 6-9% more per GET, PUT and

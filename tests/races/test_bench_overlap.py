@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/bench_overlap.py --quick``: it runs end to end and prints its tables.
+"""Smoke test of ``python -m bench overlap --quick``: it runs end to end and prints its tables.
 
 Only the shape is asserted, never the figures: on today's code the overlap leaves the cache
 wrong in most rounds (issue 35), and this test is what keeps the benchmark runnable until the
@@ -19,7 +19,6 @@ import pytest
 from reportclient.testing._cluster import REQUIRE_DATABASES_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "bench" / "bench_overlap.py"
 OVERLAP_COLUMNS = [
     "database", "workers", "op", "offset ms", "rounds", "wrong", "old", "old+late", "errors",
     "lag ms p50", "A ms p50", "A req/op",
@@ -27,7 +26,7 @@ OVERLAP_COLUMNS = [
 REQUEST_COLUMNS = ["database", "workers", "op", "cache_ttl", "ops", "req/op", "expected"]
 OPS = ["claim", "release"]
 OFFSETS = ["0", "1", "2", "5", "10", "20", "50"]
-#: Exit status of the script when the database server is unreachable.
+#: Exit status of the benchmark when the database server is unreachable.
 UNAVAILABLE = 3
 
 
@@ -47,7 +46,7 @@ def _table(lines: list[str], first_column: str) -> tuple[list[str], list[list[st
 def test_quick_run_prints_one_row_per_operation_and_offset(tmp_path: Path) -> None:
     out = tmp_path / "overlap.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--json", str(out)],
+        [sys.executable, "-m", "bench", "overlap", "--quick", "--json", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,

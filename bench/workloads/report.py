@@ -2,45 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from bench_common import mark
-from bench_drivers import RC_TTL_NAME
-from bench_workloads import RACE_RC, RACE_RC_TTL
+from bench.drivers.allocations import RC_TTL_NAME
+from bench.support.common import mark
+from bench.support.tables import errors_cell, fmt, header, table
+from bench.workloads.claims import RACE_RC, RACE_RC_TTL
 
 BASE = "bare PUT"
 GETPUT = "bare GET+PUT"
 RC = "reportclient"
 NOVA = "nova"
-
-
-def _fmt(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return "-" if math.isnan(value) else f"{value:.{digits}f}"
-    return str(value)
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    """A left-aligned first column and right-aligned figures."""
-    cells = [[_fmt(c) for c in row] for row in rows]
-    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
-
-    def line(row: Sequence[str]) -> str:
-        first = row[0].ljust(widths[0])
-        rest = (str(c).rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))
-        return "  ".join([first, *rest])
-
-    return [line([str(h) for h in headers]), line(["-" * w for w in widths])] + [
-        line(r) for r in cells
-    ]
-
-
-def _errors(errors: dict[str, int]) -> str:
-    return ", ".join(f"{k}x{v}" for k, v in errors.items()) or "-"
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -114,7 +87,7 @@ def lifecycle_vs_nova(w7: dict[str, Any], name: str) -> tuple[int | None, list[s
         a, b = ours[step]["requests_per_op"], theirs[step]["requests_per_op"]
         # A step with no successful operation (NaN) is a miss, not a pass.
         if not a <= b + 1e-9:
-            misses.append(f"{step} ({_fmt(a)} vs {_fmt(b)})")
+            misses.append(f"{step} ({fmt(a)} vs {fmt(b)})")
     return len(w7["steps"]) - len(misses), misses
 
 
@@ -131,7 +104,7 @@ def _rate_table(
             v["p50_ms"],
             v["p99_ms"],
             v[f"requests_per_{unit}"],
-            _errors(v["errors"]),
+            errors_cell(v["errors"]),
         ]
         for name, v in variants.items()
     ]
@@ -141,13 +114,7 @@ def _rate_table(
 
 def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
     """The whole printed report."""
-    out = [
-        "reportclient benchmarks",
-        f"machine: {meta['cpu_model']}, {meta['cores']} cores, Python {meta['python']}, "
-        f"openstack-placement {meta['placement']}, keystoneauth1 {meta['keystoneauth1']}, "
-        f"reportclient {meta['reportclient']}, nova {meta.get('nova') or '-'}",
-        f"mode: {meta['mode']}   started: {meta['started']}",
-    ]
+    out = header("reportclient benchmarks", meta)
     if meta.get("server"):
         out.append(
             f"server (workloads 1-4, 7): {meta['server']}; startup {meta['server_startup_s']:.1f} s"
@@ -190,7 +157,7 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
                 v["server_requests_mean"],
                 v["p50_ms"],
                 v["p99_ms"],
-                _errors(v["errors"]),
+                errors_cell(v["errors"]),
             ]
             for name, v in w3["variants"].items()
         ]
@@ -230,7 +197,7 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
                 c["requests_per_op"],
                 c["lost_updates"],
                 "ok" if c["puts_match"] else "MISMATCH",
-                _errors(c["errors"]),
+                errors_cell(c["errors"]),
             ]
             for c in w4["cells"]
         ]
@@ -371,7 +338,7 @@ def _render_lifecycle(results: dict[str, Any]) -> list[str]:
         left = sum(sum(u.values()) for u in usage.values())
         checks.append(
             f"  {n}: {done} steps done, state as expected after {state_ok}, errors "
-            f"{_errors(errors)}, usage left on A and B {left}, wall {res[n]['wall_s']:.1f} s"
+            f"{errors_cell(errors)}, usage left on A and B {left}, wall {res[n]['wall_s']:.1f} s"
         )
     out += ["", "checks (allocations read back after every step)", *checks]
     if NOVA in names:
@@ -387,7 +354,7 @@ def _render_lifecycle(results: dict[str, Any]) -> list[str]:
 
 def _left_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     """Every column left-aligned (for text cells)."""
-    cells = [[_fmt(c) for c in row] for row in rows]
+    cells = [[fmt(c) for c in row] for row in rows]
     widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
 
     def line(row: Sequence[str]) -> str:

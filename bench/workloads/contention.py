@@ -11,7 +11,7 @@ which no thread starts a new operation.
 
 The thread runner (:func:`run_groups`), the per-group figures (:func:`group_result`) and
 their summary over rounds (:func:`summarise`) also serve the production shape's contention
-and mixed cells (``bench_cluster``, ``bench_mixed``): one way to run and count writers.
+and mixed cells (``bench.cells.cluster``, ``bench.cells.mixed``): one way to run and count writers.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_common import INVENTORY, PROJECT, USER, WireCounter, latency_ms, percentile
-from bench_drivers import CONSUMER_TYPE, Driver
-
+from bench.drivers.allocations import CONSUMER_TYPE, Driver
+from bench.support.common import INVENTORY, PROJECT, USER, WireCounter, latency_ms, percentile
 from reportclient.testing import PlacementAdmin
 
 

@@ -17,9 +17,18 @@ from typing import Any, Protocol
 
 import requests
 import tenacity
-from bench_common import MICROVERSION, PROJECT, USER, CountingAdapter, make_adapter
 from keystoneauth1 import adapter as ks_adapter
 
+from bench.support.common import (
+    MICROVERSION,
+    PROJECT,
+    USER,
+    CountingAdapter,
+    CountingSession,
+    counting_session,
+    keepalive_pool,
+    make_adapter,
+)
 from reportclient import PlacementClient, add_allocations
 
 CONSUMER_TYPE = "INSTANCE"
@@ -55,7 +64,7 @@ RC_TTL_NAME = f"reportclient (ttl {TTL:g})"
 
 
 class ReportclientDriver:
-    """reportclient's PlacementClient over a counting keystoneauth1 Adapter, version pinned.
+    """reportclient's PlacementClient over a counting keystoneauth1 Session, version pinned.
 
     ``cache_ttl=0`` (the library's default, row ``reportclient``) reads before every update,
     release and claim of a consumer it has seen; ``cache_ttl=TTL`` (row
@@ -69,13 +78,29 @@ class ReportclientDriver:
         retry: tenacity.Retrying | None = None,
         *,
         cache_ttl: float = 0.0,
+        pool_size: int | None = None,
     ) -> None:
-        """One client with its own keystoneauth1 Session (and connection pool)."""
+        """One client with its own keystoneauth1 Session (and connection pool).
+
+        :param pool_size: connections kept, through ``PlacementClient.from_session``'s own
+            keyword; None leaves keystoneauth's default pool.
+        """
         self.name = "reportclient" if cache_ttl == 0 else f"reportclient (ttl {cache_ttl:g})"
-        self.wire: CountingAdapter = make_adapter(url, token)
-        self.client = PlacementClient(
-            self.wire, microversion=MICROVERSION, retry=retry, cache_ttl=cache_ttl
+        self._made = (url, token, retry, cache_ttl)
+        self.wire: CountingSession = counting_session(url, token)
+        self.client = PlacementClient.from_session(
+            self.wire,
+            pool_size=pool_size,
+            endpoint_override=url,
+            microversion=MICROVERSION,
+            retry=retry,
+            cache_ttl=cache_ttl,
         )
+
+    def pooled(self, size: int) -> ReportclientDriver:
+        """The same client built anew with a pool of ``size`` (this one is left unused)."""
+        url, token, retry, cache_ttl = self._made
+        return ReportclientDriver(url, token, retry, cache_ttl=cache_ttl, pool_size=size)
 
     def claim(self, consumer: str, rp: str) -> None:
         """``PlacementClient.claim``."""
@@ -232,7 +257,7 @@ def load_nova() -> tuple[Any, str]:
 
     :raises NovaUnavailable: with the reason, when nova is missing or broken.
     """
-    from bench_common import package_version
+    from bench.support.common import package_version
 
     version = package_version("nova")
     if version is None:
@@ -294,3 +319,18 @@ class NovaDriver:
 
     def warm(self, consumer: str) -> None:
         """Nothing to learn: nova reads on every call."""
+
+
+def pooled(driver: Driver, size: int) -> Driver:
+    """``driver`` with room for ``size`` threads sharing it, whichever client it is.
+
+    reportclient gets its pool the way its users do (``from_session(pool_size=...)``); the
+    floors and nova get the same keep-alive pool mounted on their session.
+    """
+    if isinstance(driver, ReportclientDriver):
+        return driver.pooled(size)
+    session = getattr(driver, "session", None)  # the floors' requests.Session
+    if session is None:
+        session = driver.wire.session.session  # type: ignore[attr-defined]  # nova's Adapter
+    keepalive_pool(session, size)
+    return driver

@@ -49,8 +49,12 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from bench_cluster import cluster_cpu_seconds
-from bench_common import (
+from keystoneauth1 import exceptions as ks_exc
+
+import reportclient
+from bench.cells.cluster import cluster_cpu_seconds
+from bench.drivers.allocations import NovaUnavailable, load_nova
+from bench.support.common import (
     MICROVERSION,
     PROJECT,
     USER,
@@ -60,10 +64,6 @@ from bench_common import (
     percentile,
     quiet_logging,
 )
-from bench_drivers import NovaUnavailable, load_nova
-from keystoneauth1 import exceptions as ks_exc
-
-import reportclient
 from reportclient import PlacementClient, ProviderSpec
 from reportclient.testing import PlacementCluster
 
@@ -576,7 +576,9 @@ def starvation(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench fleet", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--placement", default="mariadb", choices=["mariadb", "postgresql"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--agents", type=int, default=20)
@@ -622,7 +624,3 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(["", "Starvation (one provider)", "", *lines]), flush=True)
     print(f"\n{time.perf_counter() - began:.0f} s; read-back differences: {bad}")
     return 1 if bad else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from typing import Any
 
 import requests
-from bench_common import MICROVERSION, PROJECT, USER, make_adapter
-from bench_drivers import TTL
 from keystoneauth1 import adapter as ks_adapter
 from requests.structures import CaseInsensitiveDict
 
+from bench.drivers.allocations import TTL
+from bench.support.common import MICROVERSION, PROJECT, USER, make_adapter
 from reportclient import PlacementClient, add_allocations
 
 _URL = "http://placement.invalid"

@@ -30,8 +30,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import tenacity
-from bench_common import INVENTORY, latency_ms, mark, package_version
-from bench_contention import (
+
+from bench.cells.mixed import mixed, mixed_table, mixed_targets
+from bench.drivers.allocations import BareDriver, Driver, NovaDriver, ReportclientDriver, pooled
+from bench.support.common import INVENTORY, latency_ms, mark, package_version
+from bench.support.tables import table
+from bench.workloads.contention import (
     FIGURES,
     contention_cell,
     cpu_ms_per_ok,
@@ -40,11 +44,6 @@ from bench_contention import (
     summarise,
     vs_baseline,
 )
-from bench_drivers import BareDriver, Driver, NovaDriver, ReportclientDriver
-from bench_mixed import mixed, mixed_table, mixed_targets
-from bench_report import table
-
-from reportclient._wire.transport import size_pool
 from reportclient.retry import DEFAULT_ATTEMPTS, DEFAULT_DEADLINE, wait_full_jitter
 from reportclient.testing import PlacementAdmin, PlacementCluster
 
@@ -73,16 +72,7 @@ def cluster_cpu_seconds(cluster: PlacementCluster) -> float:
     return total / _TICK
 
 
-def _pool(driver: Driver, size: int) -> Driver:
-    """Give a driver's HTTP session room for ``size`` threads, whichever client it is."""
-    session = getattr(driver, "session", None)
-    if session is None:
-        session = driver.wire.session.session  # type: ignore[attr-defined]
-    size_pool(session, size)
-    return driver
-
-
-def _claims_cell(
+def claims_cell(
     driver: Driver, rp: str, threads: int, per_thread: int, meter: Callable[[], float]
 ) -> dict[str, Any]:
     """``threads`` threads share ``driver``; each makes ``per_thread`` fresh claims."""
@@ -146,16 +136,16 @@ def fresh_claims(
     """
     rows: list[dict[str, Any]] = []
     for threads in threads_list:
-        made = {name: _pool(factory(), max(threads, 10)) for name, factory in drivers.items()}
+        made = {name: pooled(factory(), max(threads, 10)) for name, factory in drivers.items()}
         names = list(made)
         per_thread = max(1, claims[threads] // (threads * rounds))
         warm_rp = admin.create_provider(inventory=INVENTORY)
         for driver in made.values():
-            _claims_cell(driver, warm_rp, threads, per_thread, meter)
+            claims_cell(driver, warm_rp, threads, per_thread, meter)
         cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         for name in rotations(names, rounds):
             rp = admin.create_provider(inventory=INVENTORY)
-            cells[name].append(_claims_cell(made[name], rp, threads, per_thread, meter))
+            cells[name].append(claims_cell(made[name], rp, threads, per_thread, meter))
         for name in names:
             rows.append(_claims_row(threads, name, cells[name], cells.get(BARE)))
     return rows

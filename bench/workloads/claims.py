@@ -14,9 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_common import PROJECT, USER, WireCounter, latency_ms, percentile
-from bench_drivers import CONSUMER_TYPE, RC_TTL_NAME, Driver
-
+from bench.drivers.allocations import CONSUMER_TYPE, RC_TTL_NAME, Driver
+from bench.support.common import PROJECT, USER, WireCounter, latency_ms, percentile
 from reportclient.testing import PlacementAdmin
 
 

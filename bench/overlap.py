@@ -39,7 +39,7 @@ update at ``cache_ttl=0`` must hold.
 The process exits 0 whatever the figures (``--strict``: 1 when any is missed), 3 when a
 database is unavailable, 2 when a round could not run (a thread stuck past its budget).
 
-Usage: ``python bench/bench_overlap.py [--database mariadb postgresql] [--workers 2 4]
+Usage: ``python -m bench overlap [--database mariadb postgresql] [--workers 2 4]
 [--rounds 50] [--offsets 0,1,2,5,10] [--quick] [--json PATH] [--strict]``
 """
 
@@ -64,13 +64,7 @@ from keystoneauth1 import token_endpoint
 from requests import PreparedRequest
 from requests.adapters import HTTPAdapter
 
-_HERE = Path(__file__).resolve().parent
-# Runnable from a source checkout without installing: the package and these helpers.
-for _path in (str(_HERE), str(_HERE.parent)):
-    if _path not in sys.path:
-        sys.path.append(_path)
-
-from bench_common import (  # noqa: E402
+from bench.support.common import (
     INVENTORY,
     MICROVERSION,
     PROJECT,
@@ -79,10 +73,9 @@ from bench_common import (  # noqa: E402
     percentile,
     quiet_logging,
 )
-from bench_report import table  # noqa: E402
-
-from reportclient import ConsumerChanged, PlacementClient, add_allocations  # noqa: E402
-from reportclient.testing import ClusterUnavailable, PlacementAdmin, PlacementCluster  # noqa: E402
+from bench.support.tables import table
+from reportclient import ConsumerChanged, PlacementClient, add_allocations
+from reportclient.testing import ClusterUnavailable, PlacementAdmin, PlacementCluster
 
 CLAIM, RELEASE = "claim", "release"
 OPS = (CLAIM, RELEASE)
@@ -430,7 +423,9 @@ def render(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench overlap", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--database", nargs="+", choices=DATABASES, default=list(DATABASES))
     parser.add_argument("--workers", nargs="+", type=int, default=[2, 4])
     parser.add_argument("--rounds", type=int, default=50, help="rounds per (op, offset) cell")
@@ -486,7 +481,3 @@ def main(argv: list[str] | None = None) -> int:
         )
     missed = any(r["wrong"] for r in rows) or any(not r["pass"] for r in alone)
     return 1 if args.strict and missed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

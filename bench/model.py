@@ -1,6 +1,6 @@
 """A model of N writers updating one consumer, to try retry windows in seconds, not hours.
 
-Not a measurement: the production-shape benchmark (``run.py --placement mariadb
+Not a measurement: the production-shape benchmark (``python -m bench run --placement mariadb
 --contention-only --with-nova``) is. This is the model used to choose the shape of
 reportclient's contention windows (``reportclient/_engine/contention.py``) before measuring
 it, kept so the next change can be tried the same way.
@@ -18,7 +18,11 @@ times as costly as the default's (``--slow``) the model gave nova 4.58 updates/s
 up and a p99 of 12.0 s against a measured 4.62, 14.8% and 11.8 s; reportclient's windows as
 they were then (growing) 4.16 updates/s and 15.5 s against 4.28 and 14.6 s.
 
-Usage: ``python bench/model_contention.py [--slow] [--writers 2,4,16,64] [--bursts 40]``.
+The writers' windows come from ``reportclient._engine.contention.ContentionMemory``, a private
+class, on purpose: the model exists to try the engine's real windows, and a copy here would
+drift from them unnoticed.
+
+Usage: ``python -m bench model [--slow] [--writers 2,4,16,64] [--bursts 40]``.
 """
 
 from __future__ import annotations
@@ -250,12 +254,14 @@ def burst(
     return model.now, latencies, sum(w.ok for w in crowd), model.server.puts, model.server.gets
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench model", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--slow", action="store_true", help="requests three times as costly")
     parser.add_argument("--writers", default="2,4,16,64")
     parser.add_argument("--bursts", type=int, default=40)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     costs = SLOW if args.slow else FAST
     print(f"model, GET/PUT/client ms {[round(c * 1000) for c in costs]}, {args.bursts} bursts")
     print("writers  policy        updates/s  p50 ms  p99 ms  PUT/update  CPU ms/update  success")
@@ -274,7 +280,4 @@ def main() -> None:
                 f"  {1000 * latencies[int(0.99 * len(latencies))]:6.0f}  {puts / ok:10.2f}"
                 f"  {cpu:13.1f}  {ok / len(latencies):7.3f}"
             )
-
-
-if __name__ == "__main__":
-    main()
+    return 0

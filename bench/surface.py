@@ -1,6 +1,6 @@
 """Benchmark the library's newer surface against nova's report client; print tables, write JSON.
 
-Usage: ``python bench/bench_surface.py [--quick] [--json PATH]``
+Usage: ``python -m bench surface [--quick] [--json PATH]``
 
 Against the real Placement (``placement_server()``: a child process, SQLite on tmpfs), side
 by side with nova's ``SchedulerReportClient`` when nova imports (otherwise reportclient only,
@@ -15,7 +15,8 @@ with a note), requests per operation as the server counted them and time per ope
    resource class) brought to a description: created, then unchanged, then with one
    inventory total changed. reportclient: ``client.providers.reconcile(specs)`` (default
    ``cache_ttl=0`` and ``cache_ttl=60``); nova: ``get_provider_tree_and_ensure_root`` then
-   ``update_from_provider_tree`` as its resource tracker does (see ``bench_surface_nova``).
+   ``update_from_provider_tree`` as its resource tracker does (see
+   ``bench.drivers.surface.NovaSurfaceDriver``).
 
 Variants take turns in rounds (order rotated every round) so drift hits all alike.
 """
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import functools
 import math
 import re
@@ -36,27 +36,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-_HERE = Path(__file__).resolve().parent
-# Runnable from a source checkout without installing: the package and these helpers.
-for _path in (str(_HERE), str(_HERE.parent)):
-    if _path not in sys.path:
-        sys.path.append(_path)
-
-from bench_common import (  # noqa: E402
-    PROJECT,
-    USER,
-    WireCounter,
-    emit,
-    latency_ms,
-    machine_info,
-    percentile,
-    placement_server,
-    quiet_logging,
-    server_description,
-)
-from bench_drivers import TTL, NovaUnavailable, load_nova  # noqa: E402
-from bench_report import table  # noqa: E402
-from bench_surface_drivers import (  # noqa: E402
+from bench.drivers.allocations import TTL, NovaUnavailable, load_nova
+from bench.drivers.surface import (
     CUSTOM_RC,
     CUSTOM_TRAIT,
     LIMIT,
@@ -66,8 +47,21 @@ from bench_surface_drivers import (  # noqa: E402
     Tree,
     nova_drivers,
 )
-
-from reportclient.testing import PlacementAdmin, RequestRecord  # noqa: E402
+from bench.support.common import (
+    PROJECT,
+    RESULTS,
+    USER,
+    WireCounter,
+    emit,
+    latency_ms,
+    percentile,
+    placement_server,
+    quiet_logging,
+    run_meta,
+    server_description,
+)
+from bench.support.tables import errors_cell, header, table
+from reportclient.testing import PlacementAdmin, RequestRecord
 
 PHASES = ("create", "unchanged", "changed")
 FULL = {"move_n": 300, "candidates_n": 600, "trees": 40, "rounds": 10, "providers": 8}
@@ -250,10 +244,6 @@ def _tree_ok(admin: PlacementAdmin, tree: Tree) -> bool:
     )
 
 
-def _errors(errors: dict[str, int]) -> str:
-    return ", ".join(f"{k}x{v}" for k, v in errors.items()) or "-"
-
-
 def _rows(
     variants: dict[str, dict[str, Any]], extra: Callable[[dict[str, Any]], Any], label: str = ""
 ) -> list[list[Any]]:
@@ -266,7 +256,13 @@ def _rows(
         figures = [v["requests_per_op"], span, v["p50_ms"], v["p99_ms"], v["mean_ms"], ratio]
         figures.append(v["client_cpu_p50_ms"])
         rows.append(
-            [f"{label}{name}", f"{v['ok']}/{v['ops']}", *figures, extra(v), _errors(v["errors"])]
+            [
+                f"{label}{name}",
+                f"{v['ok']}/{v['ops']}",
+                *figures,
+                extra(v),
+                errors_cell(v["errors"]),
+            ]
         )
     return rows
 
@@ -281,11 +277,10 @@ HEAD = ["ok/ops", "req/op", "req range", "p50 ms", "p99 ms", "mean ms", "p50 x n
 def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
     """The printed report."""
     out = [
-        "reportclient surface benchmarks (moves, allocation candidates, provider reconcile)",
-        f"machine: {meta['cpu_model']}, {meta['cores']} cores, Python {meta['python']}, "
-        f"openstack-placement {meta['placement']}, keystoneauth1 {meta['keystoneauth1']}, "
-        f"reportclient {meta['reportclient']}, nova {meta.get('nova') or '-'}",
-        f"mode: {meta['mode']}   started: {meta['started']}",
+        *header(
+            "reportclient surface benchmarks (moves, allocation candidates, provider reconcile)",
+            meta,
+        ),
         f"server: {meta['server']}",
         f"nova: {meta['nova_note']}",
         "req = requests the server saw; p50/p99/mean = wall time per operation; cpu ms = the "
@@ -325,24 +320,21 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the three workloads, print the tables, write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench surface", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="small counts, about a minute")
     parser.add_argument(
         "--json",
         type=Path,
-        default=_HERE / "results" / "surface.json",
+        default=RESULTS / "surface.json",
         help="where to write the results (default bench/results/surface.json)",
     )
     args = parser.parse_args(argv)
     began = time.perf_counter()
     quiet_logging()
     sizes: dict[str, int] = QUICK if args.quick else FULL
-    meta: dict[str, Any] = machine_info()
-    meta.update(
-        mode="quick" if args.quick else "full",
-        started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        sizes=sizes,
-    )
+    meta: dict[str, Any] = run_meta(args.quick, sizes)
     try:
         report, meta["nova"] = load_nova()
     except NovaUnavailable as exc:
@@ -376,7 +368,3 @@ def main(argv: list[str] | None = None) -> int:
         admin.close()
     meta["wall_seconds"] = time.perf_counter() - began
     return emit(render(meta, results), meta, results, args.json)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,11 +18,10 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from bench_cluster import _claims_cell, _pool
-from bench_common import INVENTORY, latency_ms
-from bench_drivers import Driver, ReportclientDriver
-from bench_report import table
-
+from bench.cells.cluster import claims_cell
+from bench.drivers.allocations import Driver, ReportclientDriver
+from bench.support.common import INVENTORY, latency_ms
+from bench.support.tables import table
 from reportclient.testing import SINGLE_WRITER, GaleraPlacement, PlacementAdmin
 
 VIA, DIRECT, AGAIN = "via HAProxy", "host1 direct", "host1 direct again"
@@ -51,20 +50,20 @@ def _claims(
 ) -> list[dict[str, Any]]:
     urls = {VIA: cluster.url, DIRECT: cluster.hosts[0].url, AGAIN: cluster.hosts[0].url}
     made: dict[str, Driver] = {
-        name: _pool(ReportclientDriver(url, cluster.token), max(threads, 10))
+        name: ReportclientDriver(url, cluster.token, pool_size=max(threads, 10))
         for name, url in urls.items()
     }
     per_thread = max(1, sizes["per_cell"] // threads)
     warm = admin.create_provider(inventory=INVENTORY)
     for driver in made.values():
-        _claims_cell(driver, warm, threads, per_thread, lambda: 0.0)
+        claims_cell(driver, warm, threads, per_thread, lambda: 0.0)
     names = list(made)
     cells: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for r in range(sizes["rounds"]):
         shift = r % len(names)
         for name in [*names[shift:], *names[:shift]]:
             rp = admin.create_provider(inventory=INVENTORY)
-            cells[name].append(_claims_cell(made[name], rp, threads, per_thread, lambda: 0.0))
+            cells[name].append(claims_cell(made[name], rp, threads, per_thread, lambda: 0.0))
     return [_row(threads, name, cells[name], cells[DIRECT]) for name in names]
 
 

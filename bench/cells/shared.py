@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench_cluster import _pool, cluster_cpu_seconds
-from bench_common import INVENTORY, latency_ms
-from bench_contention import Worker, rotations, run_groups, shared_consumer
-from bench_drivers import Driver, NovaDriver, ReportclientDriver
-from bench_report import table
-
+from bench.cells.cluster import cluster_cpu_seconds
+from bench.drivers.allocations import Driver, NovaDriver, ReportclientDriver, pooled
+from bench.support.common import INVENTORY, latency_ms
+from bench.support.tables import table
+from bench.workloads.contention import Worker, rotations, run_groups, shared_consumer
 from reportclient.testing import PlacementAdmin, PlacementCluster
 
 RC, NOVA, NOVA_AGAIN = "reportclient", "nova", "nova again"
@@ -71,7 +70,7 @@ def run(
             progress(f"shared client: {n} threads on {database} x{workers}")
             cells: dict[str, list[dict[str, Any]]] = {name: [] for name in made}
             for name in rotations(list(made), sizes["rounds"]):
-                driver = _pool(made[name](), n + 2)
+                driver = pooled(made[name](), n + 2)
                 cells[name].append(_cell(driver, admin, n, sizes["updates"], meter))
             rows += [_row(n, name, done) for name, done in cells.items()]
         admin.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import logging
 import math
@@ -17,12 +18,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import requests
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
 from reportclient.testing import PlacementServer, RequestRecord
 
+#: Where the entries write their JSON by default (``bench/results/``, ignored by git).
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: Room for every claim a run makes; capacity is never what a workload measures.
 INVENTORY = {"VCPU": {"total": 1_000_000, "max_unit": 1_000_000}}
 
@@ -81,6 +85,17 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def run_meta(quick: bool, sizes: dict[str, Any]) -> dict[str, Any]:
+    """:func:`machine_info` with the mode, the start time and the sizes a run's JSON records."""
+    meta = machine_info()
+    meta.update(
+        mode="quick" if quick else "full",
+        started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        sizes=sizes,
+    )
+    return meta
+
+
 def _reportclient_version() -> str:
     import reportclient
 
@@ -116,8 +131,8 @@ def mark(ok: bool | None) -> str:
     return "PASS" if ok else "MISS"
 
 
-class CountingAdapter(ks_adapter.Adapter):  # type: ignore[misc]
-    """A keystoneauth1 Adapter that counts requests by method on the client side.
+class _Counting:
+    """Counts requests by method on the client side, with a one-shot hook before a PUT.
 
     ``before_put``, when set, runs once just before the next PUT leaves (and is then
     cleared): the shelve-race workload uses it to let another writer act at the worst
@@ -126,7 +141,6 @@ class CountingAdapter(ks_adapter.Adapter):  # type: ignore[misc]
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """Same arguments as :class:`keystoneauth1.adapter.Adapter`."""
         super().__init__(*args, **kwargs)
         self.counts: Counter[str] = Counter()
         # Many threads share one driver in the production-shape runs; ``+=`` on a Counter
@@ -144,7 +158,39 @@ class CountingAdapter(ks_adapter.Adapter):  # type: ignore[misc]
             began = time.perf_counter()
             hook()
             self.hook_seconds += time.perf_counter() - began
-        return super().request(url, method, **kwargs)
+        return super().request(url, method, **kwargs)  # type: ignore[misc]
+
+
+class CountingAdapter(_Counting, ks_adapter.Adapter):  # type: ignore[misc]
+    """A keystoneauth1 Adapter that counts requests (see :class:`_Counting`).
+
+    For the clients that take an Adapter: nova's ``SchedulerReportClient(adapter=...)`` and
+    ``PlacementClient(adapter)``.
+    """
+
+
+class CountingSession(_Counting, ks_session.Session):  # type: ignore[misc]
+    """A keystoneauth1 Session that counts requests (see :class:`_Counting`).
+
+    For ``PlacementClient.from_session``, which builds its own Adapter: every
+    ``Adapter.request`` is one ``Session.request``, so the counts and the hook's moment are
+    those of :class:`CountingAdapter`.
+    """
+
+
+def counting_session(url: str, token: str) -> CountingSession:
+    """A counting Session with a fixed noauth2 token for a Placement root URL, no Keystone."""
+    return CountingSession(auth=token_endpoint.Token(url, token))
+
+
+def keepalive_pool(session: requests.Session, size: int) -> None:
+    """Room for ``size`` threads on a client that is not ours (the floors, nova).
+
+    The pool reportclient's ``pool_size`` mounts (keystoneauth's keep-alive adapter), so
+    every client in a cell keeps as many connections as reportclient does.
+    """
+    for scheme in ("http://", "https://"):
+        session.mount(scheme, ks_session.TCPKeepAliveAdapter(pool_maxsize=size))
 
 
 def make_adapter(

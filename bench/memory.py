@@ -1,9 +1,15 @@
 """Workload 6: memory of the consumer cache, each measurement in its own child process.
 
-Run as a script by :func:`run` (``python bench_memory.py MODE N``); the child prints one
-JSON object. ``bytes`` fills a ``ConsumerCache`` under tracemalloc and splits the bytes per
-consumer into key, entry tuple, unshared ints and the container's own share. ``rss`` fills
-a cache of bound N to N entries and reports the peak RSS (``ru_maxrss``) of the child.
+``python -m bench memory MODE N`` is the child :func:`run` starts (``run`` calls it for its
+workload 6); it prints one JSON object. ``bytes`` fills a ``ConsumerCache`` under tracemalloc
+and splits the bytes per consumer into key, entry tuple, unshared ints and the container's own
+share. ``rss`` fills a cache of bound N to N entries and reports the peak RSS (``ru_maxrss``)
+of the child.
+
+This is the one bench module that imports a private module,
+``reportclient._gateway.consumer_cache``: the cache is the object measured (its entries, their
+tuple and its container's share), and no public name holds one. A ``PlacementClient`` would
+add its transport, engine and pool to the figure this exists to isolate.
 
 States are realistic: one provider, VCPU / MEMORY_MB / DISK_GB from a few flavors, one
 project and user shared by all, consumer uuids as ``str``; amounts above 256 are fresh
@@ -12,8 +18,8 @@ project and user shared by all, consumer uuids as ``str``; amounts above 256 are
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
 import random
 import resource
 import subprocess
@@ -25,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+#: The checkout's root, where ``python -m bench`` finds this package.
+ROOT = Path(__file__).resolve().parents[1]
 _FLAVORS = [(1, 2, 20), (2, 4, 40), (4, 8, 80), (8, 16, 160)]  # vcpu, GiB, disk GB
 _RP = str(uuid.uuid4())
 _PROJECT = uuid.uuid4().hex
@@ -136,17 +144,14 @@ def child_rss(n: int) -> dict[str, Any]:
 
 def run(mode: str, n: int, timeout: float = 240.0) -> dict[str, Any]:
     """Run one measurement in a fresh interpreter and return what it printed."""
-    here = Path(__file__).resolve().parent
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(here), env.get("PYTHONPATH"), str(here.parent)) if p
-    )
+    # ``-m bench`` from the checkout's root: the child imports this package and the
+    # checkout's reportclient, as the parent does.
     proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), mode, str(n)],
+        [sys.executable, "-m", "bench", "memory", mode, str(n)],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
+        cwd=ROOT,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"memory child {mode} {n} failed: {proc.stderr[-2000:]}")
@@ -154,13 +159,18 @@ def run(mode: str, n: int, timeout: float = 240.0) -> dict[str, Any]:
     return result
 
 
-def main(argv: list[str]) -> int:
-    """Child entry point: ``MODE N``."""
-    mode, n = argv[0], int(argv[1])
-    result = child_bytes(n) if mode == "bytes" else child_rss(n)
+def main(argv: list[str] | None = None) -> int:
+    """Child entry point: ``MODE N``; prints one JSON object."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench memory", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "mode",
+        choices=["bytes", "rss"],
+        help="bytes: tracemalloc bytes per consumer and their split; rss: peak RSS of the child",
+    )
+    parser.add_argument("n", type=int, help="consumers to cache")
+    args = parser.parse_args(argv)
+    result = child_bytes(args.n) if args.mode == "bytes" else child_rss(args.n)
     print(json.dumps(result))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,9 +1,9 @@
-"""The clients ``bench_surface`` drives: reportclient's PlacementClient and nova's report client.
+"""What ``python -m bench surface`` drives: reportclient's PlacementClient and nova's client.
 
 reportclient: ``move_allocations(instance, migration, target_consumer_type="MIGRATION")``,
 ``get_allocation_candidates(resources=, required=, limit=)`` and
 ``providers.reconcile([root spec, child spec])``, each on one client over a counting
-keystoneauth1 Adapter with the microversion pinned (``bench_common.MICROVERSION``).
+keystoneauth1 Adapter with the microversion pinned (``bench.support.common.MICROVERSION``).
 
 nova: every driver is nova 34's report client over a counting keystoneauth1 Adapter
 (``SchedulerReportClient(adapter=...)``: no nova config, no Keystone), with a context that
@@ -33,8 +33,7 @@ import warnings
 from types import SimpleNamespace
 from typing import Any
 
-from bench_common import MICROVERSION, full_inventory, make_adapter
-
+from bench.support.common import MICROVERSION, full_inventory, make_adapter
 from reportclient import PlacementClient, ProviderSpec
 
 TRAIT = "HW_CPU_X86_AVX2"
@@ -215,7 +214,7 @@ class NovaSurfaceDriver:
 
 
 def nova_drivers(report: Any, url: str, token: str) -> dict[str, list[NovaSurfaceDriver]]:
-    """nova's drivers for each workload of ``bench_surface``."""
+    """nova's drivers for each workload of ``bench.surface``."""
     warm = NovaSurfaceDriver(report, url, token)
     return {
         "move": [warm],

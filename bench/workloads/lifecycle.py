@@ -69,9 +69,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from bench_common import MICROVERSION, PROJECT, USER, WireCounter, latency_ms, make_adapter
-from bench_drivers import RC_TTL_NAME, TTL
-
+from bench.drivers.allocations import RC_TTL_NAME, TTL
+from bench.support.common import MICROVERSION, PROJECT, USER, WireCounter, latency_ms, make_adapter
 from reportclient import PlacementClient, add_allocations, remove_providers
 from reportclient.testing import PlacementAdmin, RequestRecord
 

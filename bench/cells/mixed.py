@@ -33,8 +33,9 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench_common import INVENTORY
-from bench_contention import (
+from bench.drivers.allocations import Driver
+from bench.support.common import INVENTORY
+from bench.workloads.contention import (
     Figure,
     Worker,
     group_result,
@@ -46,8 +47,6 @@ from bench_contention import (
     summarise,
     vs_baseline,
 )
-from bench_drivers import Driver
-
 from reportclient.testing import PlacementAdmin
 
 PAIR, CLAIMERS = "pair", "claimers"
@@ -100,7 +99,7 @@ def mixed(
     ``factories`` make each variant's pair; ``claimer`` makes the claimers beside every pair.
     ``against`` names the variant the others are set against, and its repeats (nova, nova
     again): each row then carries ``vs_nova``, its ok ops/s and the cell's Placement CPU per
-    ok op as paired ratios with intervals (:func:`bench_contention.vs_baseline`).
+    ok op as paired ratios with intervals (:func:`bench.workloads.contention.vs_baseline`).
     """
     cells: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
     for name in rotations(list(factories), sizes["rounds"]):

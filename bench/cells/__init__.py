@@ -1,0 +1,1 @@
+"""The production shape: Placement behind gunicorn workers on MariaDB, PostgreSQL or Galera."""

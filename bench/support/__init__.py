@@ -1,0 +1,1 @@
+"""What every benchmark shares: machine facts, statistics, request counting, the server."""
