@@ -19,7 +19,7 @@ import tenacity
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.field_write import Field, FieldWrite
 from reportclient._engine.guarded_write import run_attempts
-from reportclient._gateway.gateway import Gateway, Snapshot
+from reportclient._gateway.gateway import Gateway, Snapshot, TreeListing
 from reportclient._model.microversions import Microversion
 from reportclient._model.providers import ProviderAllocations, ResourceProvider
 from reportclient.errors import CannotDeleteParent, PlacementUnavailable, ProviderInUse
@@ -57,10 +57,19 @@ class FieldMemory:
         """The field's last snapshot, in doubt or not (for inspection)."""
         return self._gateway.field_known(uuid, kind)
 
-    def put(self, snapshot: Snapshot, taken_at: float | None = None) -> None:
-        """Carry a snapshot this client's own write moved to a new generation."""
-        if taken_at is not None:
-            self._gateway.carry_field(snapshot, taken_at)
+    def put(
+        self, snapshot: Snapshot, taken_at: float | None = None, proven: float | None = None
+    ) -> None:
+        """Carry a snapshot on: our write moved its generation, or a listing re-proved it."""
+        if taken_at is None:
+            return
+        if proven is None:  # carried, not re-proven: as old as its proof on the server too
+            proven = self._gateway.field_proven(snapshot.uuid, type(snapshot))
+        self._gateway.carry_field(snapshot, taken_at, proven)
+
+    def proven(self, uuid: str, kind: type[Snapshot]) -> float | None:
+        """The server's time of the answer that proved the field's content, if known."""
+        return self._gateway.field_proven(uuid, kind)
 
 
 class ProviderOps:
@@ -100,6 +109,10 @@ class ProviderOps:
             query["in_tree"] = in_tree
         query.update(filters)
         return self._gateway.list_providers(query, global_request_id)
+
+    def list_tree(self, anchor: str, *, global_request_id: str | None = None) -> TreeListing:
+        """A tree's providers, with the server's times (see :class:`TreeListing`)."""
+        return self._gateway.list_tree(anchor, global_request_id)
 
     def get_provider(self, uuid: str, *, global_request_id: str | None = None) -> ResourceProvider:
         return self._gateway.get_provider(uuid, global_request_id)

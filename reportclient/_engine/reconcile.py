@@ -37,24 +37,30 @@ see :class:`TreeMemory`) the description is compared with what this client
 last read or wrote, and only a difference is sent, at the cached
 generation: an allocation since then costs a 409 and a re-read of that one
 field, never a re-read of the others. Past the window the tree is proven
-again: listed, and every field read whose content was not proven (read or
-written) within ``max_staleness`` of now, *whatever the listing's
-generation says*. The generation cannot vouch for content on its own: a
-provider deleted and re-created under its uuid by another writer can be
-back at the cached generation holding that writer's inventories and
-traits, and trusting the listing would keep them forever. So no snapshot
-stands in for a read once it is older than the window, inside the window
-too (a field trusted by the last listing is read when its own proof turns a
-window old). What the window gives up is seeing another writer's change
-before it ends; every field is proven at least once per window.
+again: listed, and every field whose content was not proven (read or
+written) within ``max_staleness`` of now is proven again, *whatever the
+listing's generation says*. The generation cannot vouch for content on its
+own: a provider deleted and re-created under its uuid by another writer can
+be back at the cached generation holding that writer's inventories and
+traits, and trusting the listing would keep them forever. What proves it is
+the server's clock: the listing's ``Last-Modified`` is the newest
+``updated_at``/``created_at`` of the tree's providers, which every field
+write, every allocation and every re-creation moves; a tree last changed
+before the field's proof (the ``Date`` of the answer that showed it, by
+:data:`~.reconcile_plan.PROOF_MARGIN`) holds what the proof showed, and the
+listing re-proves it for another window (:func:`~.reconcile_plan.unchanged_since`).
+Otherwise, or when the server says no time, the field is read. No snapshot
+stands in once it is older than the window, inside the window too. What the
+window gives up is seeing another writer's change before it ends; every
+field is proven at least once per window.
 
 What that costs a steady agent (nothing changes, period ``p`` <= window
-``w``): nothing inside the window, then one period that lists each tree and
-reads each managed field once, which starts the next window: ``T + F``
-requests every ``w + p`` seconds for ``T`` trees and ``F`` fields. For a
-compute node managing three fields and one child managing one, every 60 s
-with ``w`` = 300: five requests every sixth period, none in the others
-(the listing alone, before every field had to be re-proven: one).
+``w``): nothing inside the window, then one listing per tree per window;
+each field is read once more only when its tree changed since its proof (an
+allocation, a write). Measured with ``python -m bench fleet`` (MariaDB, 100
+agents, a node and a device each, 60 s periods, ``w`` = 300): 0.17 requests
+per agent-period steady, as before the re-proof; re-reading every field
+once per window instead cost 1.16.
 
 A wrong guess costs a 409 and a read, never a lost change: every write
 carries the generation its content was computed from. Two agents can
@@ -105,9 +111,10 @@ from reportclient._engine.reconcile_plan import (
     prune_verdict,
     stand_in,
     to_ensure,
+    unchanged_since,
     young,
 )
-from reportclient._gateway.gateway import Snapshot
+from reportclient._gateway.gateway import Snapshot, TreeListing
 from reportclient._model.microversions import REPARENT_VERSION, Microversion
 from reportclient._model.provider_tree import ProviderSpec, ReconcileReport, describe
 from reportclient._model.providers import (
@@ -145,6 +152,8 @@ class ProviderOps(Protocol):
     cache: FieldMemory
 
     def supports(self, version: Microversion) -> bool: ...
+
+    def list_tree(self, anchor: str, *, global_request_id: str | None = None) -> TreeListing: ...
 
     def list_providers(
         self,
@@ -269,6 +278,8 @@ class _Run:
         self.moved: list[str] = []
         self.generations: dict[str, int] = {}
         self.ensured: set[str] = set()
+        # Each listed provider's tree listing (its server times).
+        self.listed: dict[str, TreeListing] = {}
 
     def report(self) -> ReconcileReport:
         return ReconcileReport(
@@ -291,8 +302,10 @@ class _Run:
             if anchor in found:
                 continue  # an earlier listing held it, hence its whole tree
             self.requests += 1
-            listed = self.client.list_providers(in_tree=anchor, global_request_id=self.request_id)
-            found.update((rp.uuid, rp) for rp in listed)
+            listing = self.client.list_tree(anchor, global_request_id=self.request_id)
+            for rp in listing.providers:
+                found[rp.uuid] = rp
+                self.listed[rp.uuid] = listing
         return found
 
     def check(
@@ -490,7 +503,7 @@ class _Run:
                     rp.generation,
                     now=now,
                     max_age=self.max_staleness,
-                )
+                ) or self._reproven(rp, kind, now)
             else:
                 # Strict: young by the cache's ttl, or created by this call.
                 candidate = (
@@ -525,6 +538,30 @@ class _Run:
             if snap.generation == generation and taken is not None:
                 cache.put(snap, taken_at=taken)
         self.generations[rp.uuid] = generation
+
+    def _reproven(
+        self, rp: ResourceProvider, kind: type[Snapshot], now: float
+    ) -> tuple[Snapshot, float] | None:
+        """A snapshot past the window that the tree's listing proves again, re-stamped; or None.
+
+        The listing's ``Last-Modified`` predates the snapshot's proof: nothing
+        in the tree changed since (:func:`unchanged_since`), so its content is
+        proven as of the listing, for another window. The steady agent's
+        cost stays one listing per window (issue 35: re-reading every field
+        instead cost 1.16 requests per agent-period against 0.17).
+        """
+        cache = self.client.cache
+        entry = cache.entry(rp.uuid, kind)
+        listing = self.listed.get(rp.uuid)
+        if (
+            entry is None
+            or listing is None
+            or entry[0].generation != rp.generation
+            or not unchanged_since(cache.proven(rp.uuid, kind), listing.modified)
+        ):
+            return None
+        cache.put(entry[0], taken_at=now, proven=listing.answered)
+        return entry[0], now
 
     def _now(self) -> float:
         return self.clock() if self.clock is not None else 0.0

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from reportclient._gateway import routes
@@ -44,7 +46,7 @@ from reportclient._gateway.consumer_cache import (
     ConsumerCache,
 )
 from reportclient._gateway.provider_cache import ProviderCache, Snapshot
-from reportclient._gateway.wire import Wire
+from reportclient._gateway.wire import Answer, Wire
 from reportclient._model.candidate_results import AllocationCandidates
 from reportclient._model.consumers import AllocationWrite, ConsumerAllocations
 from reportclient._model.microversions import (
@@ -69,6 +71,8 @@ __all__ = [
     "CacheStats",
     "Gateway",
     "Snapshot",
+    "TreeListing",
+    "server_time",
     "written_state",
 ]
 
@@ -92,6 +96,34 @@ def _may_have_landed(exc: BaseException) -> bool:
     return isinstance(exc, GenerationConflict) or (
         isinstance(exc, PlacementUnavailable) and exc.outcome_unknown
     )
+
+
+def server_time(answer: Answer, header: str) -> float | None:
+    """An HTTP-date header of ``answer`` as POSIX seconds; None when absent or unreadable."""
+    value = answer.headers.get(header) if answer.headers else None
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class TreeListing:
+    """One tree's providers, and what the server's clock said of them.
+
+    :param modified: the newest ``updated_at``/``created_at`` of the listed
+        providers (``Last-Modified``, 1.15+): every change to a provider's
+        fields, and every allocation against it, moves its generation and
+        so its ``updated_at``; a provider re-created under its uuid has a new
+        ``created_at``. None when the server did not say.
+    :param answered: when the server answered (``Date``); None unknown.
+    """
+
+    providers: list[ResourceProvider]
+    modified: float | None
+    answered: float | None
 
 
 def written_state(
@@ -213,14 +245,16 @@ class Gateway:
         """Forget one field of a provider (or all of them)."""
         self._providers.forget(uuid, kind)
 
-    def carry_field(self, snapshot: Snapshot, taken_at: float) -> None:
-        """Keep a snapshot this client's own write carried to a new generation, as old as it was.
+    def carry_field(self, snapshot: Snapshot, taken_at: float, proven: float | None = None) -> None:
+        """Keep a snapshot this client's own write or a listing carried on, as old as its proof.
 
         Reconcile's write of one field moves the provider's generation by
         one and changes nothing else: the other fields it knew at the old
-        generation hold at the new one, proven when they were first read.
+        generation hold at the new one, proven when they were first read. A
+        tree listing that shows nothing changed since a field's proof proves
+        it again, as of the listing (``taken_at`` and ``proven`` its own).
         """
-        self._providers.put(snapshot, taken_at)
+        self._providers.put(snapshot, taken_at, proven=proven)
 
     @contextmanager
     def _forgetting(
@@ -356,7 +390,7 @@ class Gateway:
             "GET", routes.provider_field(uuid, kind.ROUTE), global_request_id=request_id
         )
         state = kind.from_json(uuid, reply.body or {})
-        self._providers.put(state, sent=ticket)
+        self._providers.put(state, sent=ticket, proven=server_time(reply, "date"))
         return state
 
     def put_field(self, kind: type[Field], write: ProviderWrite, request_id: str | None) -> Field:
@@ -375,7 +409,7 @@ class Gateway:
             raise
         # Placement answers with the field and its new generation: no guess.
         new = kind.from_json(write.uuid, reply.body or {})
-        self._providers.put(new, sent=ticket, written=True)
+        self._providers.put(new, sent=ticket, written=True, proven=server_time(reply, "date"))
         return new
 
     # -- providers ---------------------------------------------------------------------
@@ -385,6 +419,21 @@ class Gateway:
         """``GET /resource_providers`` with filters."""
         body = self._get(routes.providers(query), request_id)
         return [ResourceProvider.from_json(rp) for rp in body["resource_providers"]]
+
+    def list_tree(self, anchor: str, request_id: str | None) -> TreeListing:
+        """``GET /resource_providers?in_tree=``: a tree, and when it last changed."""
+        reply = self._wire.request(
+            "GET", routes.providers({"in_tree": anchor}), global_request_id=request_id
+        )
+        return TreeListing(
+            [ResourceProvider.from_json(rp) for rp in (reply.body or {})["resource_providers"]],
+            server_time(reply, "last-modified"),
+            server_time(reply, "date"),
+        )
+
+    def field_proven(self, uuid: str, kind: type[Snapshot]) -> float | None:
+        """The server's time of the answer that proved a field's content, if known."""
+        return self._providers.proven(uuid, kind)
 
     def get_provider(self, uuid: str, request_id: str | None) -> ResourceProvider:
         return ResourceProvider.from_json(self._get(routes.provider(uuid), request_id))

@@ -66,8 +66,9 @@ class ProviderCache:
         self._ttl = ttl
         self._clock = clock
         self._lock = threading.Lock()
-        # (uuid, route) -> (snapshot, taken_at, in doubt)
-        self._entries: dict[tuple[str, str], tuple[Snapshot, float, bool]] = {}
+        # (uuid, route) -> (snapshot, taken_at, in doubt, proven: the
+        # server's time of the answer that proved it, when it said one)
+        self._entries: dict[tuple[str, str], tuple[Snapshot, float, bool, float | None]] = {}
         self._tickets = itertools.count(1)
         # When each field was last stored or forgotten (a ticket), and
         # whether what was stored answered this client's own write.
@@ -86,6 +87,7 @@ class ProviderCache:
         *,
         sent: int | None = None,
         written: bool = False,
+        proven: float | None = None,
     ) -> None:
         """Remember ``snapshot`` as the latest seen, produced at ``taken_at`` (default: now).
 
@@ -103,6 +105,8 @@ class ProviderCache:
             produced it; None for a snapshot known as of now.
         :param written: the answer to this client's own write (kept over a
             read it overlapped).
+        :param proven: the server's clock (POSIX seconds) when it answered
+            with this content, if it said (its ``Date``); see :meth:`proven`.
         """
         at = self._clock() if taken_at is None else taken_at
         key = (snapshot.uuid, snapshot.ROUTE)
@@ -126,9 +130,9 @@ class ProviderCache:
             )
             if verdict is Order.DOUBT_OLD:
                 assert old is not None
-                self._entries[key] = (old[0], old[1], True)
+                self._entries[key] = (old[0], old[1], True, old[3])
             else:
-                self._entries[key] = (snapshot, at, verdict is not Order.REPLACE)
+                self._entries[key] = (snapshot, at, verdict is not Order.REPLACE, proven)
 
     def get(self, uuid: str, kind: type[Snapshot]) -> Snapshot | None:
         """The last snapshot of the field, however old, in doubt or not (for inspection)."""
@@ -143,6 +147,12 @@ class ProviderCache:
         if found is None or found[2]:
             return None
         return found[0], found[1]
+
+    def proven(self, uuid: str, kind: type[Snapshot]) -> float | None:
+        """The server's time of the answer that proved the field; None if unknown or in doubt."""
+        with self._lock:
+            found = self._entries.get((uuid, kind.ROUTE))
+        return None if found is None or found[2] else found[3]
 
     def trusted(
         self, uuid: str, kind: type[Snapshot], generation: int | None = None

@@ -134,6 +134,8 @@ def validate_request_id(value: str | None) -> str | None:
     return value
 
 
+# Response headers every answer keeps (requests' header lookup ignores case).
+_TIME_HEADERS = ("date", "last-modified")
 # Response headers a raw answer never carries: they can hold a credential.
 _UNSAFE_HEADERS = frozenset({"set-cookie", "x-subject-token", "x-auth-token"})
 
@@ -179,9 +181,10 @@ def _authenticating_at(adapter: ks_adapter.Adapter, *, token_expiring: bool) -> 
 class Reply:
     """A successful response: status, parsed JSON body (or None), request id.
 
-    ``headers`` (names in lower case, credentials left out) are kept only for
-    :meth:`Transport.send_raw`, whose callers read routes the library has
-    not typed (a ``Location``, a ``Last-Modified``).
+    ``headers`` (names in lower case, credentials left out) are kept whole
+    only for :meth:`Transport.send_raw`, whose callers read routes the
+    library has not typed (a ``Location``); every other answer keeps only
+    ``Date`` and ``Last-Modified``, the server's clock.
     """
 
     status: int
@@ -430,7 +433,10 @@ class Transport:
                 consumer_uuid=consumer_uuid,
             ) from not_json
         if not with_headers:
-            return Reply(resp.status_code, body, request_id)
+            # Only the server's clock: when it answered, and when what it
+            # answered about last changed (the agent setting's proof).
+            kept = {name: resp.headers[name] for name in _TIME_HEADERS if name in resp.headers}
+            return Reply(resp.status_code, body, request_id, kept)
         headers = {
             name.lower(): value
             for name, value in resp.headers.items()

@@ -8,7 +8,7 @@ from typing import Any
 from reportclient import ProviderSpec
 from reportclient._engine.provider_ops import ProviderOps
 from reportclient._engine.reconcile import reconcile
-from reportclient._model.providers import ResourceProvider
+from reportclient._gateway.gateway import TreeListing
 from reportclient.testing import EmbeddedPlacement
 from tests.functional._helpers import make_client, new_id
 
@@ -29,9 +29,9 @@ class MovedAfterListing:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    def list_providers(self, **kwargs: Any) -> list[ResourceProvider]:
-        listed = self._client.list_providers(**kwargs)
-        if self._act is not None and kwargs.get("in_tree") == self._tree:
+    def list_tree(self, anchor: str, **kwargs: Any) -> TreeListing:
+        listed = self._client.list_tree(anchor, **kwargs)
+        if self._act is not None and anchor == self._tree:
             act, self._act = self._act, None
             act()
         return listed

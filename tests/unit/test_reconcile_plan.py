@@ -24,6 +24,7 @@ from reportclient._engine.reconcile_plan import (
     prune_verdict,
     stand_in,
     to_ensure,
+    unchanged_since,
 )
 from reportclient._gateway.gateway import Snapshot
 from reportclient._model.provider_tree import ProviderSpec, describe
@@ -269,3 +270,24 @@ def test_a_refused_delete_keeps_its_doomed_ancestors_only() -> None:
     assert plan.doomed == (B, A)
     assert kept_by_refusal(B, plan) == {A}  # A would be refused too: it still has B
     assert kept_by_refusal(A, plan) == set()  # R is described, never doomed
+
+
+# -- re-proof past the window by the tree's Last-Modified ------------------------------
+
+REPROOF = [
+    ("tree last changed well before the proof", 1000.0, 2000.0, True),
+    ("changed exactly the margin before", 1000.0, 1005.0, True),
+    ("changed within the margin of the proof (whole seconds, skew)", 1000.0, 1004.0, False),
+    ("changed after the proof (a re-creation, a write, an allocation)", 3000.0, 2000.0, False),
+    ("the server said no Last-Modified", None, 2000.0, False),
+    ("the proof's answer had no Date", 1000.0, None, False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("modified", "proven", "expected"), [r[1:] for r in REPROOF], ids=[r[0] for r in REPROOF]
+)
+def test_a_listing_re_proves_a_field_only_if_its_tree_is_unchanged_since_the_proof(
+    modified, proven, expected
+):
+    assert unchanged_since(proven, modified) is expected

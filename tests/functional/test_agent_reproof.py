@@ -1,0 +1,116 @@
+"""Past its window the agent setting re-proves a field by its tree's Last-Modified (real Placement).
+
+What the rule rests on is Placement's own behaviour, shown first: the listing's
+``Last-Modified`` (1.15+, the newest ``updated_at``/``created_at`` of the listed
+providers) moves on an allocation, on a field write and on a re-creation under the
+same uuid. The server's time is made controllable by moving the embedded database's
+timestamps back (no sleeping for the clock): a tree last changed in 2001 is unchanged
+since any proof this run makes.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+
+from reportclient import ProviderSpec
+from reportclient._gateway.gateway import server_time
+from reportclient.fixture import FakeClock
+from reportclient.testing import EmbeddedPlacement
+from tests.functional._helpers import PROJECT, USER, make_client, new_id, wire
+
+WINDOW = 300.0
+LONG_AGO = datetime.datetime(2001, 1, 1, tzinfo=datetime.UTC)
+
+
+def backdate(placement: EmbeddedPlacement, uuids: Iterable[str]) -> None:
+    """Make the providers look last created and changed in 2001."""
+    rows = sa.text(
+        "UPDATE resource_providers SET created_at = :t, updated_at = NULL WHERE uuid IN :u"
+    ).bindparams(sa.bindparam("u", expanding=True))
+    with placement._engine.begin() as conn:  # the harness's own database: a test seam
+        conn.execute(rows, {"t": LONG_AGO.replace(tzinfo=None), "u": list(uuids)})
+
+
+def tree_modified(placement: EmbeddedPlacement, root: str) -> float:
+    client = make_client(placement)
+    reply = client._core.transport.request("GET", f"/resource_providers?in_tree={root}")
+    modified = server_time(reply, "last-modified")
+    assert modified is not None
+    return modified
+
+
+def test_placements_listing_moves_its_last_modified_on_every_change_the_rule_relies_on(
+    real_placement: EmbeddedPlacement,
+) -> None:
+    client = make_client(real_placement)
+    root = new_id()
+    client.providers.create_provider(f"cn-{root}", uuid=root)
+    client.providers.set_inventories(root, {"VCPU": 8})
+    old = LONG_AGO.timestamp()
+
+    backdate(real_placement, [root])
+    assert tree_modified(real_placement, root) == old
+    client.claim(new_id(), {root: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    assert tree_modified(real_placement, root) > old + 86400  # an allocation
+
+    backdate(real_placement, [root])
+    client.providers.set_traits(root, ["HW_CPU_X86_AVX2"])
+    assert tree_modified(real_placement, root) > old + 86400  # a field write
+
+    other = make_client(real_placement).providers
+    client.providers.delete_provider(root, cascade=True)
+    other.create_provider(f"cn-{root}", uuid=root)
+    assert tree_modified(real_placement, root) > old + 86400  # a re-creation
+
+
+def _tree(root: str, child: str) -> list[ProviderSpec]:
+    return [
+        ProviderSpec(root, f"cn-{root}", inventories={"VCPU": 16}, traits={"HW_CPU_X86_AVX2"}),
+        ProviderSpec(child, f"dev-{child}", parent=root, inventories={"CUSTOM_FUNCTIONAL_DEV": 2}),
+    ]
+
+
+def test_a_steady_agent_past_its_window_pays_one_listing_when_nothing_changed_since_its_proofs(
+    real_placement: EmbeddedPlacement,
+) -> None:
+    clock = FakeClock()
+    agent = make_client(real_placement, clock=clock).providers
+    root, child = new_id(), new_id()
+    agent.reconcile(_tree(root, child), max_staleness=WINDOW)
+    backdate(real_placement, [root, child])  # the tree's last change predates every proof
+
+    for _period in range(3):  # each window, then every period inside the next one
+        clock.advance(WINDOW + 1)
+        real_placement.clear_requests_seen()
+        report = agent.reconcile(_tree(root, child), max_staleness=WINDOW)
+        assert [p.split("?")[0] for _m, p, _s in wire(real_placement)] == ["/resource_providers"]
+        assert report.requests == 1
+        clock.advance(60)
+        assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 0
+
+
+def test_a_provider_re_created_after_the_proof_is_read_past_the_window(
+    real_placement: EmbeddedPlacement,
+) -> None:
+    """Bug 7 of issue 35 with the listing's clock: the re-creation moves it past the proof."""
+    clock = FakeClock()
+    agent = make_client(real_placement, clock=clock).providers
+    other = make_client(real_placement).providers
+    root = new_id()
+    specs = [ProviderSpec(root, f"cn-{root}", inventories={"VCPU": 16}, traits={"HW_CPU_X86_AVX2"})]
+    ours = agent.reconcile(specs, max_staleness=WINDOW).generations[root]
+    backdate(real_placement, [root])
+    other.delete_provider(root)
+    other.create_provider(f"cn-{root}", uuid=root)
+    other.set_inventories(root, {"VCPU": 4})
+    assert other.set_traits(root, ["COMPUTE_TRUSTED_CERTS"]).generation == ours
+
+    clock.advance(WINDOW + 1)
+    report = agent.reconcile(specs, max_staleness=WINDOW)
+
+    assert other.get_inventories(root).inventories["VCPU"].total == 16
+    assert other.get_traits(root).traits == frozenset({"HW_CPU_X86_AVX2"})
+    assert set(report.written) == {(root, "inventories"), (root, "traits")}
