@@ -92,9 +92,9 @@ def _move_adds_to_a_missing_target() -> None:
         return dataclasses.replace(made, plan=plan)
 
     moves.plan_move = plan_move
-    from reportclient._clients import placement
+    from reportclient._clients import allocations
 
-    placement.plan_move = plan_move  # type: ignore[attr-defined]
+    allocations.plan_move = plan_move  # type: ignore[attr-defined]
 
 
 def _callback_errors_pass_through() -> None:
@@ -139,9 +139,9 @@ def _callbacks_unchecked() -> None:
         return {rc: providers.Inventory.of(v) for rc, v in value.items()}
 
     providers.inventories_from = inventories_from
-    from reportclient._clients import providers as clients
+    from reportclient._clients import fields
 
-    clients.inventories_from = inventories_from  # type: ignore[attr-defined]
+    fields.inventories_from = inventories_from  # type: ignore[attr-defined]
 
 
 MUTANTS: dict[str, Callable[[], None]] = {

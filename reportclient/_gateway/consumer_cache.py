@@ -266,12 +266,16 @@ class ConsumerCache:
                     )
             if verdict is Order.KEEP:
                 return
-            self._remember(consumer, written if verdict is not Order.DOUBT_OLD else mine)
-            if verdict is Order.DOUBT_OLD:
+            keeps_old = verdict in (Order.DOUBT_OLD, Order.NEWER_OLD)
+            self._remember(consumer, mine if keeps_old else written)
+            # In doubt: hidden and never trusted; the later of two: shown, not trusted.
+            stamp: object = self._stamp(trusted) if verdict is Order.REPLACE else None
+            if verdict in (Order.DOUBT_NEW, Order.DOUBT_OLD):
+                stamp = _DOUBT
+            if keeps_old:
                 assert old is not None  # order() keeps nothing that is not there
-                entry = (_DOUBT, *old[1:])
+                entry = (stamp, *old[1:])
             else:
-                stamp = self._stamp(trusted) if verdict is Order.REPLACE else _DOUBT
                 entry = _encode(state, stamp)
             self._entries.pop(consumer, None)
             self._entries[consumer] = entry

@@ -15,7 +15,12 @@ The rule (:func:`order`):
 * Not overlapping: the new answer replaces the entry.
 * Overlapping, and both say the same (same existence, generation and
   content): nothing changes.
-* Overlapping, and they differ, or nothing is stored because the entry was
+* Overlapping, both showing the subject at different generations: within
+  one life of the subject generations only grow, so the higher one is the
+  later; only a delete, a re-creation and as many writes as the generation,
+  all inside one round trip, could make it the earlier. The higher is kept
+  and shown, but *untrusted*: the next write reads first.
+* Overlapping, and they differ otherwise, or nothing is stored because the entry was
   forgotten after the new request was sent (a lost answer, a conflict, a
   raw write, a DELETE): the two cannot be ordered. A consumer's generation
   restarts at 1 when it is deleted and re-created, and a provider's at 0,
@@ -33,7 +38,9 @@ an answer this client has already received for its subject.* An entry
 becomes trusted only by replacing (answer sent after everything stored had
 arrived, hence after every answer received so far, since each received
 answer was stored, kept or forgotten at arrival). Every later answer either
-replaces it (not overlapping), agrees with it, or puts the entry in doubt.
+replaces it (not overlapping), agrees with it, or leaves it untrusted or in
+doubt. A *shown* entry (``cached()``) is never older than an answer it
+could be ordered with: the later of two generations, or the only answer.
 A lost answer forgets at once, so an answer overlapping the lost request is
 in doubt too. What the rule cannot see is a write that lands after its
 answer was lost and after a later read: the engine's fate rule owns that
@@ -65,6 +72,10 @@ class Order(enum.Enum):
     REPLACE = "replace"
     #: Keep the entry as it is: the answer says the same.
     KEEP = "keep"
+    #: Store the new answer (the higher generation), shown but untrusted.
+    NEWER_NEW = "newer new"
+    #: Keep the stored entry (the higher generation), shown but untrusted.
+    NEWER_OLD = "newer old"
     #: Store the new answer, in doubt (never trusted).
     DOUBT_NEW = "doubt new"
     #: Keep the stored entry, now in doubt (never trusted).
@@ -86,10 +97,10 @@ def order(*, overlapped: bool, old: Version | None, new: Version, same: bool) ->
         return Order.DOUBT_NEW
     if (old.exists, old.generation) == (new.exists, new.generation) and (same or not new.exists):
         return Order.KEEP
+    if old.exists and new.exists and old.generation != new.generation:
+        return Order.NEWER_NEW if (new.generation or 0) > (old.generation or 0) else Order.NEWER_OLD
     if new.written != old.written:
         return Order.DOUBT_NEW if new.written else Order.DOUBT_OLD
     if new.exists != old.exists:
         return Order.DOUBT_NEW if new.exists else Order.DOUBT_OLD
-    if (new.generation or 0) > (old.generation or 0):
-        return Order.DOUBT_NEW
-    return Order.DOUBT_OLD
+    return Order.DOUBT_OLD  # the same generation with other content: another life

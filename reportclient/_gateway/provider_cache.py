@@ -124,11 +124,10 @@ class ProviderCache:
                 )
             if verdict is Order.KEEP:
                 return
-            self._stored[key] = (
-                next(self._tickets),
-                mine if verdict is Order.DOUBT_OLD else written,
-            )
-            if verdict is Order.DOUBT_OLD:
+            keeps_old = verdict in (Order.DOUBT_OLD, Order.NEWER_OLD)
+            self._stored[key] = (next(self._tickets), mine if keeps_old else written)
+            # A field has no "shown but untrusted": the later of two is in doubt too.
+            if keeps_old:
                 assert old is not None
                 self._entries[key] = (old[0], old[1], True, old[3])
             else:

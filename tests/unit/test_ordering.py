@@ -15,6 +15,7 @@ def at(generation: int, mine: bool = False) -> Version:
 
 
 R, K, DN, DO = Order.REPLACE, Order.KEEP, Order.DOUBT_NEW, Order.DOUBT_OLD
+NN, NO = Order.NEWER_NEW, Order.NEWER_OLD
 
 # (why, overlapped, old, new, same content, verdict)
 ROWS = [
@@ -29,9 +30,11 @@ ROWS = [
     ("a read showing missing, then our older create", True, MISSING, at(1, True), False, DN),
     ("our release, then a read from before it", True, MISSING_MINE, at(4), False, DO),
     ("a read, then our release sent before it", True, at(4), MISSING_MINE, False, DN),
-    ("our write, then another writer's later state read", True, at(2, True), at(3), False, DO),
-    ("two reads: the higher generation is kept, in doubt", True, at(2), at(3), False, DN),
-    ("two reads: a lower generation leaves the higher", True, at(3), at(2), False, DO),
+    ("our write, then another writer's later state read", True, at(2, True), at(3), False, NN),
+    ("our write, then a read from before it", True, at(2, True), at(1), False, NO),
+    ("a read, then our write sent before it", True, at(1), at(2, True), False, NN),
+    ("two reads: the higher generation is the later", True, at(2), at(3), False, NN),
+    ("two reads: a lower generation leaves the higher", True, at(3), at(2), False, NO),
     ("two reads: existing is kept over missing", True, MISSING, at(2), False, DN),
     ("two reads: missing leaves the existing", True, at(2), MISSING, False, DO),
 ]  # fmt: skip
