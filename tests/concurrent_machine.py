@@ -172,7 +172,7 @@ class Table:
         out = [self.render()]
         errors = ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())) or "none"
         out.append(f"errors raised: {errors}")
-        for column in (*VIOLATIONS, "placement create race", "residual"):
+        for column in (*VIOLATIONS, "placement create race", "placement delete race", "residual"):
             for text in self.reports.get(column, [])[:per_column]:
                 out.append(text)
         return "\n".join(out)

@@ -46,7 +46,8 @@ MISSING: State = (None, EMPTY)
 LINEAR = ("lost", "applied twice", "resurrected", "clobbered", "not linearizable")
 CACHE = ("stale cache (quiet)", "trusted after last answer", "trusted wrong content")
 VIOLATIONS = ("own-write error", *CACHE, *LINEAR, "unexpected error")
-INFO = ("placement create race", "residual", "lost answers", "holds", "typed errors")
+INFO = ("placement create race", "placement delete race", "residual", "lost answers", "holds")
+INFO += ("typed errors",)
 INFO += ("unknown outcomes",)
 
 
@@ -119,6 +120,7 @@ class Relax:
     resurrect: bool = False
     clobber: bool = False
     create_race: bool = False  # Placement's own: two creates (null generation) both land
+    delete_race: bool = False  # Placement's own: a guarded write lands over a concurrent DELETE
 
 
 def _landings(ev: Event, state: State, relax: Relax, known: frozenset[Allocs]) -> list[State]:
@@ -161,7 +163,7 @@ def moves(ev: Event, state: State, relax: Relax, known: frozenset[Allocs]) -> li
     if ev.kind == "force_release" or (ev.kind == "raw delete" and ev.status == 204):
         # Not a read: two DELETEs served by two workers at once may both answer 204
         # (seen on MariaDB and PostgreSQL), so "it deleted something" orders nothing.
-        return [MISSING]
+        return [MISSING, state] if relax.delete_race else [MISSING]
     if ev.kind == "raw put" and ev.status != 204:
         # A 409 is not only a generation mismatch: a provider or consumer bump racing
         # another worker's write says "concurrently updated" too (seen on PostgreSQL).
@@ -211,6 +213,12 @@ RELAXATIONS = (
     # allocations, at generation 2 or still 1 (both seen on MariaDB). Placement's race, not
     # the client's: reported, not asserted.
     ("placement create race", Relax(create_race=True)),
+    # DELETE /allocations/{c} checks no generation and takes no lock on the consumer: a
+    # guarded PUT served by another worker at the same time, carrying the generation it
+    # read before the DELETE, still lands at that generation + 1 over the emptied consumer
+    # while the DELETE answers 204 (seen on MariaDB: force_release said it deleted, the
+    # claim landed at generation 2). Placement's race: reported, not asserted.
+    ("placement delete race", Relax(delete_race=True)),
     ("clobbered", Relax(clobber=True)),
     ("resurrected", Relax(resurrect=True)),
     ("lost", Relax(lost=True)),

@@ -188,3 +188,14 @@ def test_a_raw_write_refused_by_an_in_server_race_is_no_finding() -> None:
     # 409 "concurrently updated" on a missing consumer: another worker's bump, not a generation.
     raw = ev("raw put", 1, 2, actor="raw", want=X, generation=None, outcome="ok", status=409)
     assert step(Checker(["c0"]), MISSING, MISSING, [raw], None) == []
+
+
+def test_placements_delete_race_is_reported_apart() -> None:
+    # force_release answered "deleted" while the client's claim, carrying the generation it
+    # read before, landed at generation 2 over it: Placement's unguarded DELETE, seen on MariaDB.
+    checker = Checker(["c0"])
+    mine = ev("claim", 1, 2, want=X, outcome="ok", answer=(1, X))
+    assert step(checker, MISSING, (1, X), [mine], (1, X), (1, X)) == []
+    claim = ev("claim", 3, 6, want=Y, outcome="ok", answer=(2, Y))
+    delete = ev("force_release", 4, 5, actor="other", shared=False, outcome="ok", status=1)
+    assert step(checker, (1, X), (2, Y), [claim, delete], None, n=1) == ["placement delete race"]
