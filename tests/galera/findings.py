@@ -33,7 +33,7 @@ from tests.races.checker import OK, Allocs, Checker, Op, Verdict, total, uncerta
 
 __all__ = [
     "bypassed", "check_with_orphans", "cleaned_up", "explain_adds", "explain_usages",
-    "restore_orphans", "retried_requests",
+    "refused_but_landed", "restore_orphans", "retried_requests",
 ]  # fmt: skip
 
 _RETRIED = re.compile(
@@ -149,6 +149,34 @@ def bypassed(ops: Iterable[Op], retried: set[str]) -> dict[str, dict[int, bool]]
         if any(w.result == op.sent for w in winners):
             found[op.consumer].setdefault(generation, False)
     return dict(found)
+
+
+#: Typed errors that say a write lost to a newer generation (nothing of it landed, to the client).
+_REFUSED = frozenset({"ConsumerChanged", "GenerationConflict"})
+
+
+def refused_but_landed(
+    ops: Iterable[Op], retried: set[str], final: Mapping[str, Allocs]
+) -> set[str]:
+    """Consumers emptied by a release the client was told lost, that Placement retried.
+
+    The third proof of the deadlock retry: a release's empty write carried generation b-1,
+    Placement's retry after a deadlock re-sent it with b (see the module docstring) after
+    another writer had moved the consumer to b, and it landed there, while the client's own
+    attempt was answered with the conflict (seen on Galera with HAProxy failing over: the
+    release raised ``ConsumerChanged``, the consumer ended empty, and the add that had landed
+    at b was gone). Proof: that release's request is among Placement's logged retries, the
+    client reported a generation conflict for it, and the consumer holds exactly what it sent
+    (nothing).
+    """
+    return {
+        op.consumer
+        for op in ops
+        if op.kind == "release"
+        and op.outcome in _REFUSED
+        and op.request_id in retried
+        and final.get(op.consumer) == {}
+    }
 
 
 def explain_adds(

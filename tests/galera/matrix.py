@@ -24,7 +24,13 @@ from typing import Any
 
 from reportclient.testing import GaleraPlacement, PlacementAdmin
 from tests.galera.faults import Window
-from tests.galera.findings import bypassed, check_with_orphans, explain_adds, explain_usages
+from tests.galera.findings import (
+    bypassed,
+    check_with_orphans,
+    explain_adds,
+    explain_usages,
+    refused_but_landed,
+)
 from tests.galera.provider_workers import POp, ProviderPlan, run_providers
 from tests.races.checker import OK, Checker, Op, uncertain
 from tests.races.checker import total as vcpus
@@ -215,8 +221,13 @@ def judge_node(
     node.findings += [("consumers", line) for line in lines]
     risen = _resurrected(storm)
     storm_bypassed = bypassed(cell.consumer_ops, cell.retried)
+    emptied = refused_but_landed(cell.consumer_ops, cell.retried, storm.final)
     for category, who, message in storm.verdict.failures:
         if category == "usages" and usages("consumers", message):
+            continue
+        if who in emptied and category == "lost":
+            line = f"deadlock retry landed a refused release of {who}, so {category}: {message}"
+            node.findings.append(("consumers", line))
             continue
         if who in storm_bypassed:
             # Placement answered two writes on this consumer for one generation: its history

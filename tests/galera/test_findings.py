@@ -12,6 +12,7 @@ from tests.galera.findings import (
     cleaned_up,
     explain_adds,
     explain_usages,
+    refused_but_landed,
     restore_orphans,
     retried_requests,
 )
@@ -152,3 +153,22 @@ def test_an_orphaned_consumer_fails_only_if_it_fails_both_as_read_and_as_its_row
     released.final[C], allowed = {}, {"nowhere": {}}  # neither state is right: the client's
     check_with_orphans(released, {RP: {C: 1}}, {}, check)
     assert [f[0] for f in released.verdict.failures] == ["lost"]
+
+
+def release(outcome: str, rid: str) -> Op:
+    return Op("release", C, {}, outcome, 0.0, 1.0, "w", rid)
+
+
+def test_a_retried_release_the_client_was_told_lost_explains_an_emptied_consumer() -> None:
+    ops = [
+        add(4, 3, "req-00000001-0000-0000-0000-000000000000"),
+        release("ConsumerChanged", RETRIED),
+    ]
+    assert refused_but_landed(ops, {RETRIED}, {C: {}}) == {C}
+
+
+def test_a_refused_release_explains_nothing_unless_placement_retried_it_and_it_is_empty() -> None:
+    ops = [release("ConsumerChanged", RETRIED)]
+    assert refused_but_landed(ops, set(), {C: {}}) == set()  # not retried
+    assert refused_but_landed(ops, {RETRIED}, {C: {RP: {"VCPU": 3}}}) == set()  # not what it sent
+    assert refused_but_landed([release(OK, RETRIED)], {RETRIED}, {C: {}}) == set()  # it succeeded
