@@ -162,12 +162,12 @@ def refused_but_landed(
 
     The third proof of the deadlock retry: a release's empty write carried generation b-1,
     Placement's retry after a deadlock re-sent it with b (see the module docstring) after
-    another writer had moved the consumer to b, and it landed there, while the client's own
-    attempt was answered with the conflict (seen on Galera with HAProxy failing over: the
-    release raised ``ConsumerChanged``, the consumer ended empty, and the add that had landed
-    at b was gone). Proof: that release's request is among Placement's logged retries, the
-    client reported a generation conflict for it, and the consumer holds exactly what it sent
-    (nothing).
+    another writer had moved the consumer to b, and it landed there after the client had
+    given it up (seen on Galera with HAProxy failing over: the first answer was cut, the
+    re-read showed the add at b, which no correct Placement lets a write carrying b-1 land on,
+    the release raised ``ConsumerChanged``, and the consumer ended empty). Proof: that
+    release's request is among Placement's logged retries, the client reported a generation
+    conflict for it, and the consumer holds exactly what it sent (nothing).
     """
     return {
         op.consumer
