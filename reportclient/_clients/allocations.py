@@ -23,7 +23,7 @@ from reportclient._engine.moves import WriteSpec, plan_many, plan_move
 from reportclient._gateway.gateway import CacheStats
 from reportclient._model.candidate_results import AllocationRequest
 from reportclient._model.consumers import Allocations, AllocationWrite, ConsumerAllocations
-from reportclient._model.microversions import CONSUMER_TYPE_VERSION, LEAN_VERSION, Microversion
+from reportclient._model.microversions import CONSUMER_TYPE_VERSION, LEAN_VERSION
 from reportclient._model.moves import Move
 from reportclient._model.mutators import Mutator, is_idempotent
 from reportclient._model.validation import (
@@ -76,12 +76,9 @@ class AllocationsClient:
         :param global_request_id: ``req-<uuid4>`` for this call, overriding
             the client's (every call below takes it too).
         """
-        return self._read(validate_uuid(consumer_uuid), validate_request_id(global_request_id))
-
-    def _read(
-        self, consumer_uuid: str, request_id: str | None, at_most: Microversion | None = None
-    ) -> ConsumerAllocations:
-        return self._core.gateway.read_consumer(consumer_uuid, request_id, at_most)
+        return self._core.gateway.read_consumer(
+            validate_uuid(consumer_uuid), validate_request_id(global_request_id)
+        )
 
     def claim(
         self,

@@ -77,22 +77,22 @@ class ProviderClient(FieldsClient, CatalogClient):
         :raises DuplicateName: the name (or uuid) is taken.
         :raises PlacementError: 400 when the parent does not exist.
         """
-        body: dict[str, Any] = {"name": validate_provider_name(name)}
-        if uuid is not None:
-            body["uuid"] = validate_uuid(uuid, "uuid")
-        if parent_provider_uuid is not None:
-            body["parent_provider_uuid"] = validate_uuid(
-                parent_provider_uuid, "parent_provider_uuid"
-            )
-        return self._core.gateway.create_provider(body, validate_request_id(global_request_id))
+        return self._ops.create_provider(
+            validate_provider_name(name),
+            uuid=None if uuid is None else validate_uuid(uuid, "uuid"),
+            parent_provider_uuid=None
+            if parent_provider_uuid is None
+            else validate_uuid(parent_provider_uuid, "parent_provider_uuid"),
+            global_request_id=validate_request_id(global_request_id),
+        )
 
     def get_provider(self, uuid: str, *, global_request_id: str | None = None) -> ResourceProvider:
         """Read one provider.
 
         :raises ProviderNotFound: it does not exist.
         """
-        return self._core.gateway.get_provider(
-            validate_uuid(uuid, "uuid"), validate_request_id(global_request_id)
+        return self._ops.get_provider(
+            validate_uuid(uuid, "uuid"), global_request_id=validate_request_id(global_request_id)
         )
 
     def list_providers(

@@ -53,10 +53,6 @@ class FieldMemory:
         """The snapshot if young (and, given ``generation``, proven at it)."""
         return self._gateway.trusted_field(uuid, kind, generation)
 
-    def get(self, uuid: str, kind: type[Snapshot]) -> Snapshot | None:
-        """The field's last snapshot, in doubt or not (for inspection)."""
-        return self._gateway.field_known(uuid, kind)
-
     def put(
         self, snapshot: Snapshot, taken_at: float | None = None, proven: float | None = None
     ) -> None:
@@ -95,20 +91,10 @@ class ProviderOps:
         return self._gateway.supports(version)
 
     def list_providers(
-        self,
-        *,
-        name: str | None = None,
-        in_tree: str | None = None,
-        global_request_id: str | None = None,
-        **filters: str,
+        self, *, name: str, global_request_id: str | None = None
     ) -> list[ResourceProvider]:
-        query: dict[str, str] = {}
-        if name is not None:
-            query["name"] = name
-        if in_tree is not None:
-            query["in_tree"] = in_tree
-        query.update(filters)
-        return self._gateway.list_providers(query, global_request_id)
+        """The providers named ``name`` (reconcile names the one holding a name it wanted)."""
+        return self._gateway.list_providers({"name": name}, global_request_id)
 
     def list_tree(self, anchor: str, *, global_request_id: str | None = None) -> TreeListing:
         """A tree's providers, with the server's times (see :class:`TreeListing`)."""

@@ -180,20 +180,25 @@ class ConsumerCache:
 
     def get(self, consumer_uuid: str) -> ConsumerAllocations | None:
         """The cached state however old, or None (also when in doubt); a hit counts as a use."""
-        with self._lock:
-            entry = self._entries.get(consumer_uuid)
+        entry = self._use(consumer_uuid)
         if entry is None or entry[0] is _DOUBT:
             return None
-        found = self.lookup(consumer_uuid)
-        return None if found is None else found[0]
+        return _decode(consumer_uuid, entry)
 
     def known(self, consumer_uuid: str) -> ConsumerAllocations | None:
         """What the client last knew, in doubt or not: a claim's premise (see :meth:`put`)."""
-        found = self.lookup(consumer_uuid)
-        return None if found is None else found[0]
+        entry = self._use(consumer_uuid)
+        return None if entry is None else _decode(consumer_uuid, entry)
 
     def lookup(self, consumer_uuid: str) -> tuple[ConsumerAllocations, bool] | None:
-        """The cached state and whether it is young enough to trust, or None."""
+        """The cached state, in doubt or not, and whether it may be trusted, or None."""
+        entry = self._use(consumer_uuid)
+        if entry is None:
+            return None
+        return _decode(consumer_uuid, entry), self._trusted(entry[0])
+
+    def _use(self, consumer_uuid: str) -> _Entry | None:
+        """The raw entry, counted as a hit (moved to most recently used) or a miss."""
         with self._lock:
             entry = self._entries.get(consumer_uuid)
             if entry is None:
@@ -203,7 +208,7 @@ class ConsumerCache:
             del self._entries[consumer_uuid]
             self._entries[consumer_uuid] = entry
             self._hits += 1
-        return _decode(consumer_uuid, entry), self._trusted(entry[0])
+        return entry
 
     def _trusted(self, tick: object) -> bool:
         # None marks an entry never to trust: any entry when ttl is 0, or one

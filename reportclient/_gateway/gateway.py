@@ -188,10 +188,6 @@ class Gateway:
 
     # -- the wire ----------------------------------------------------------------
     @property
-    def wire(self) -> Wire:
-        return self._wire
-
-    @property
     def microversion(self) -> Microversion:
         return self._wire.microversion
 
@@ -201,10 +197,6 @@ class Gateway:
     # -- what the caches hold (read-only views) -----------------------------------
     def cache_stats(self) -> CacheStats:
         return self._consumers.stats()
-
-    @property
-    def cache_ttl(self) -> float:
-        return self._consumers.ttl
 
     def consumer_entry(self, consumer: str) -> tuple[ConsumerAllocations, bool] | None:
         """The cached state and whether a write may be computed from it, or None."""
@@ -221,10 +213,6 @@ class Gateway:
     def field_entry(self, uuid: str, kind: type[Snapshot]) -> tuple[Snapshot, float] | None:
         """A field's snapshot and when it was taken, however old; None in doubt."""
         return self._providers.entry(uuid, kind)
-
-    def field_known(self, uuid: str, kind: type[Snapshot]) -> Snapshot | None:
-        """A field's last snapshot, in doubt or not (inspection)."""
-        return self._providers.get(uuid, kind)
 
     def trusted_field(
         self, uuid: str, kind: type[Snapshot], generation: int | None = None
@@ -258,7 +246,9 @@ class Gateway:
 
     @contextmanager
     def _forgetting(
-        self, consumers: Iterable[str] = (), providers: Iterable[str] = ()
+        self,
+        consumers: Iterable[str] = (),
+        fields: Iterable[tuple[str, type[Snapshot]]] = (),
     ) -> Iterator[None]:
         """Forget the subjects when the request may have changed them and no state says how."""
         try:
@@ -267,8 +257,8 @@ class Gateway:
             if _may_have_landed(exc):
                 for consumer in consumers:
                     self._consumers.forget(consumer)
-                for uuid in providers:
-                    self._providers.forget(uuid)
+                for uuid, kind in fields:
+                    self._providers.forget(uuid, kind)
             raise
 
     # -- consumers -----------------------------------------------------------------
@@ -396,17 +386,13 @@ class Gateway:
     def put_field(self, kind: type[Field], write: ProviderWrite, request_id: str | None) -> Field:
         """``PUT`` one field with the generation it was computed from; the field as answered."""
         ticket = self._providers.ticket()
-        try:
+        with self._forgetting(fields=[(write.uuid, kind)]):
             reply = self._wire.request(
                 "PUT",
                 routes.provider_field(write.uuid, write.route),
                 json=dict(write.body),
                 global_request_id=request_id,
             )
-        except BaseException as exc:
-            if _may_have_landed(exc):
-                self._providers.forget(write.uuid, kind)
-            raise
         # Placement answers with the field and its new generation: no guess.
         new = kind.from_json(write.uuid, reply.body or {})
         self._providers.put(new, sent=ticket, written=True, proven=server_time(reply, "date"))
