@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable
 
+import pytest
 import sqlalchemy as sa
 
 from reportclient import ProviderSpec
@@ -92,17 +93,21 @@ def test_a_steady_agent_past_its_window_pays_one_listing_when_nothing_changed_si
         assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 0
 
 
-def test_a_provider_re_created_after_the_proof_is_read_past_the_window(
-    real_placement: EmbeddedPlacement,
+@pytest.mark.parametrize("tree_was_quiet", [False, True], ids=["just-proven", "quiet-since-2001"])
+def test_a_provider_re_created_at_its_cached_generation_is_restored_within_one_window(
+    real_placement: EmbeddedPlacement, tree_was_quiet: bool
 ) -> None:
-    """Bug 7 of issue 35 with the listing's clock: the re-creation moves it past the proof."""
+    """Bug 7 of issue 35: another writer deletes the provider and re-creates it under its uuid
+    at our generation. Whether the tree changed just before our proof or long before it, the
+    re-creation moves the listing's Last-Modified past the proof, and the field is read."""
     clock = FakeClock()
     agent = make_client(real_placement, clock=clock).providers
     other = make_client(real_placement).providers
     root = new_id()
     specs = [ProviderSpec(root, f"cn-{root}", inventories={"VCPU": 16}, traits={"HW_CPU_X86_AVX2"})]
     ours = agent.reconcile(specs, max_staleness=WINDOW).generations[root]
-    backdate(real_placement, [root])
+    if tree_was_quiet:
+        backdate(real_placement, [root])
     other.delete_provider(root)
     other.create_provider(f"cn-{root}", uuid=root)
     other.set_inventories(root, {"VCPU": 4})

@@ -53,24 +53,4 @@ def test_an_agent_pays_nothing_in_the_window_and_one_409_for_a_claim_since(
     assert report.written == ()
 
 
-def test_an_agent_restores_a_provider_re_created_at_its_cached_generation_within_one_window(
-    real_placement: EmbeddedPlacement,
-) -> None:
-    """Another writer deletes the provider and re-creates it under its uuid at our generation."""
-    clock = FakeClock()
-    agent = make_client(real_placement, clock=clock).providers
-    other = make_client(real_placement).providers
-    root = new_id()
-    specs = [ProviderSpec(root, f"cn-{root}", inventories={"VCPU": 16}, traits={"HW_CPU_X86_AVX2"})]
-    ours = agent.reconcile(specs, max_staleness=WINDOW).generations[root]
-    other.delete_provider(root)
-    other.create_provider(f"cn-{root}", uuid=root)
-    other.set_inventories(root, {"VCPU": 4})
-    assert other.set_traits(root, ["COMPUTE_TRUSTED_CERTS"]).generation == ours
-
-    clock.advance(WINDOW + 1)
-    report = agent.reconcile(specs, max_staleness=WINDOW)
-
-    assert other.get_inventories(root).inventories["VCPU"].total == 16
-    assert other.get_traits(root).traits == frozenset({"HW_CPU_X86_AVX2"})
-    assert set(report.written) == {(root, "inventories"), (root, "traits")}
+# The re-created provider's case is in test_agent_reproof.py, beside the clock it rests on.
