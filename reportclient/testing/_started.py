@@ -7,7 +7,12 @@ context manager whose exit stops it; one base says so instead of six copies.
 from __future__ import annotations
 
 import abc
-from typing import Self
+import sys
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # Python 3.10
+    from typing_extensions import Self
 
 __all__ = ["Started"]
 
