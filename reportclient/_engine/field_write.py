@@ -117,7 +117,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         if self._start_with is not None:
             start, self._start_with = self._start_with, None
             return start, self._start_read
-        entry = self._gateway.trusted_field(self.uuid, self._kind)
+        entry = self._gateway.fields.trusted_entry(self.uuid, self._kind)
         if entry is not None and isinstance(entry[0], self._kind):
             self._cached = True
             return entry[0], False
