@@ -74,40 +74,35 @@ class ProviderOps:
         return self._gateway.get_provider(uuid, global_request_id)
 
     def create_provider(
-        self,
-        name: str,
-        *,
-        uuid: str | None = None,
-        parent_provider_uuid: str | None = None,
-        global_request_id: str | None = None,
+        self, name: str, uuid: str | None, parent: str | None, request_id: str | None
     ) -> ResourceProvider:
+        """``POST`` a provider: under ``parent`` if given, at ``uuid`` if given."""
         body: dict[str, Any] = {"name": name}
         if uuid is not None:
             body["uuid"] = uuid
-        if parent_provider_uuid is not None:
-            body["parent_provider_uuid"] = parent_provider_uuid
-        return self._gateway.create_provider(body, global_request_id)
+        if parent is not None:
+            body["parent_provider_uuid"] = parent
+        return self._gateway.create_provider(body, request_id)
 
     def update_provider(
-        self,
-        uuid: str,
-        *,
-        name: str | None = None,
-        parent_provider_uuid: str | None = UNSET,
-        global_request_id: str | None = None,
+        self, uuid: str, name: str | None, parent: str | None, request_id: str | None
     ) -> ResourceProvider:
-        """Rename and/or re-parent; a lost answer is settled by reading (unguarded, idempotent)."""
+        """Rename and/or re-parent; a lost answer is settled by reading (unguarded, idempotent).
+
+        :param name: None: keep the provider's own (read first: the PUT needs it).
+        :param parent: :data:`UNSET`: keep the provider's own; None: un-parent.
+        """
         if name is None:
-            name = self._gateway.get_provider(uuid, global_request_id).name
+            name = self._gateway.get_provider(uuid, request_id).name
         body: dict[str, Any] = {"name": name}
-        if parent_provider_uuid is not UNSET:
-            body["parent_provider_uuid"] = parent_provider_uuid
+        if parent is not UNSET:
+            body["parent_provider_uuid"] = parent
         try:
-            return self._gateway.update_provider(uuid, body, global_request_id)
+            return self._gateway.update_provider(uuid, body, request_id)
         except PlacementUnavailable as exc:
             if not exc.outcome_unknown:
                 raise
-            now = self._gateway.get_provider(uuid, global_request_id)
+            now = self._gateway.get_provider(uuid, request_id)
             if now.name == body["name"] and now.parent_provider_uuid == body.get(
                 "parent_provider_uuid", now.parent_provider_uuid
             ):

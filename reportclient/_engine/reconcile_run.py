@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reportclient._engine.provider_ops import ProviderOps
+from reportclient._engine.provider_ops import UNSET, ProviderOps
 from reportclient._engine.reconcile_fields import FieldSteps
 from reportclient._engine.reconcile_plan import (
     PruneVerdict,
@@ -147,12 +147,10 @@ class Run(FieldSteps):
 
     def _update(self, spec: ProviderSpec, rp: ResourceProvider) -> ResourceProvider:
         self._check_move(spec, rp)
-        kwargs: dict[str, Any] = {"name": spec.name, "global_request_id": self.request_id}
-        if rp.parent_provider_uuid != spec.parent:
-            kwargs["parent_provider_uuid"] = spec.parent
+        parent = spec.parent if rp.parent_provider_uuid != spec.parent else UNSET
         self.requests += 1
         try:
-            updated = self.client.update_provider(spec.uuid, **kwargs)
+            updated = self.client.update_provider(spec.uuid, spec.name, parent, self.request_id)
         except DuplicateName as exc:
             raise self._name_held(spec, exc) from exc
         self.updated.append(updated.uuid)
@@ -161,12 +159,7 @@ class Run(FieldSteps):
     def _create(self, spec: ProviderSpec) -> ResourceProvider:
         self.requests += 1
         try:
-            rp = self.client.create_provider(
-                spec.name,
-                uuid=spec.uuid,
-                parent_provider_uuid=spec.parent,
-                global_request_id=self.request_id,
-            )
+            rp = self.client.create_provider(spec.name, spec.uuid, spec.parent, self.request_id)
         except DuplicateName as exc:
             # The uuid or the name is taken. The uuid may be ours: created by
             # another agent since our listing, or in a tree we did not list
