@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from bench import memory
@@ -35,9 +34,8 @@ from bench.drivers.allocations import (
     Driver,
     KeystoneauthDriver,
     NovaDriver,
-    NovaUnavailable,
     ReportclientDriver,
-    load_nova,
+    nova_for,
 )
 from bench.support.common import (
     INVENTORY,
@@ -46,6 +44,7 @@ from bench.support.common import (
     emit,
     placement_server,
     quiet_logging,
+    results_parser,
     run_meta,
     server_description,
 )
@@ -244,16 +243,7 @@ def _server_workloads(
 
 def main(argv: list[str] | None = None) -> int:
     """Run every workload, print the table, write the JSON; return the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench run", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--quick", action="store_true", help="small counts, under a minute")
-    parser.add_argument(
-        "--json",
-        type=Path,
-        default=RESULTS / "latest.json",
-        help="where to write the results (default bench/results/latest.json)",
-    )
+    parser = results_parser("run", __doc__, "latest.json", "small counts, under a minute")
     parser.add_argument(
         "--placement",
         choices=["sqlite", "mariadb", "postgresql"],
@@ -324,16 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     meta: dict[str, Any] = run_meta(args.quick, sizes)
     nova: Any = None
     if args.with_nova:
-        try:
-            nova, meta["nova"] = load_nova()
-        except NovaUnavailable as exc:
-            meta["nova_note"] = f"--with-nova requested but skipped: {exc}"
-            print(f"WARNING: {meta['nova_note']}", file=sys.stderr, flush=True)
-        else:
-            meta["nova_note"] = (
-                f"nova {meta['nova']} SchedulerReportClient(adapter=<keystoneauth1 Adapter, "
-                "endpoint_override=Placement URL, noauth2 token>) - no nova config needed"
-            )
+        nova = nova_for(meta, "--with-nova requested but skipped", "WARNING")
 
     if args.galera:
         return _galera(args, meta, began)
