@@ -21,23 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient._gateway.gateway import Gateway
-from reportclient._model.providers import (
-    ProviderAggregates,
-    ProviderInventories,
-    ProviderTraits,
-    ProviderWrite,
-)
+from reportclient._gateway.gateway import Field, Gateway
+from reportclient._model.providers import ProviderWrite
 from reportclient.errors import OutcomeUnknown
 
 __all__ = ["Field", "FieldWrite"]
-
-Field = TypeVar("Field", ProviderInventories, ProviderTraits, ProviderAggregates)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,12 +26,10 @@ from reportclient._engine.reconcile_plan import (
     unchanged_since,
     young,
 )
-from reportclient._gateway.gateway import Snapshot, TreeListing
+from reportclient._gateway.gateway import FIELD_KINDS, Snapshot, TreeListing
 from reportclient._model.provider_tree import ProviderSpec
 from reportclient._model.providers import (
-    ProviderAggregates,
     ProviderInventories,
-    ProviderTraits,
     ResourceProvider,
 )
 
@@ -61,7 +59,7 @@ class FieldSteps:
         cache = self.client.cache
         now = self._now()
         known: dict[str, Known] = {}
-        for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
+        for kind in FIELD_KINDS:
             if self.max_staleness is not None:
                 # The agent setting: young by its own window, however the
                 # listing's generation vouches for it (a re-created provider
@@ -181,7 +179,7 @@ class FieldSteps:
                 # Our write moved the provider from result.generation - 1 and
                 # changed only its own field: a field known at that
                 # generation holds at the new one, as old as its proof.
-                for other in (ProviderInventories, ProviderTraits, ProviderAggregates):
+                for other in FIELD_KINDS:
                     held = cache.entry(spec.uuid, other)
                     if (
                         other is not kind
@@ -192,7 +190,7 @@ class FieldSteps:
                         cache.put(moved, taken_at=held[1])
         generations = [
             entry[0].generation
-            for kind in (ProviderInventories, ProviderTraits, ProviderAggregates)
+            for kind in FIELD_KINDS
             if (entry := cache.entry(spec.uuid, kind)) is not None
         ]
         if generations:

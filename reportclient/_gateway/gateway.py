@@ -52,7 +52,7 @@ from reportclient._gateway.consumer_cache import (
     ConsumerCache,
 )
 from reportclient._gateway.consumer_routes import ConsumerRoutes, written_state
-from reportclient._gateway.provider_cache import ProviderCache, Snapshot
+from reportclient._gateway.provider_cache import FIELD_KINDS, Field, ProviderCache, Snapshot
 from reportclient._gateway.provider_routes import (
     FieldView,
     ProviderRoutes,
@@ -66,7 +66,9 @@ from reportclient._model.microversions import Microversion
 __all__ = [
     "DEFAULT_CACHE_SIZE",
     "DEFAULT_CACHE_TTL",
+    "FIELD_KINDS",
     "CacheStats",
+    "Field",
     "FieldView",
     "Gateway",
     "Snapshot",

@@ -13,24 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from reportclient._gateway import routes
-from reportclient._gateway.provider_cache import ProviderCache, Snapshot
+from reportclient._gateway.provider_cache import FIELD_KINDS, Field, ProviderCache, Snapshot
 from reportclient._gateway.sending import Sending
 from reportclient._gateway.wire import Answer
-from reportclient._model.providers import (
-    ProviderAggregates,
-    ProviderAllocations,
-    ProviderInventories,
-    ProviderTraits,
-    ProviderWrite,
-    ResourceProvider,
-)
+from reportclient._model.providers import ProviderAllocations, ProviderWrite, ResourceProvider
 
 __all__ = ["FieldView", "ProviderRoutes", "TreeListing", "server_time"]
-
-Field = TypeVar("Field", ProviderInventories, ProviderTraits, ProviderAggregates)
 
 
 def server_time(answer: Answer, header: str) -> float | None:
@@ -156,14 +147,12 @@ class ProviderRoutes(Sending):
         A provider re-created under an old uuid restarts at 0 with nothing:
         whatever was cached of the old one is replaced, proven by this answer.
         """
-        tickets = [self._providers.ticket() for _ in range(3)]
+        tickets = [self._providers.ticket() for _ in FIELD_KINDS]
         reply = self._wire.request(
             "POST", routes.PROVIDERS, json=dict(body), global_request_id=request_id
         )
         rp = ResourceProvider.from_json(reply.body)
-        for kind, ticket in zip(
-            (ProviderInventories, ProviderTraits, ProviderAggregates), tickets, strict=True
-        ):
+        for kind, ticket in zip(FIELD_KINDS, tickets, strict=True):
             self._providers.put(kind(rp.uuid, rp.generation), sent=ticket, written=True)
         return rp
 
