@@ -82,11 +82,11 @@ class ProviderClient(FieldsClient, CatalogClient):
         """
         return self._ops.create_provider(
             validate_provider_name(name),
-            uuid=None if uuid is None else validate_uuid(uuid, "uuid"),
-            parent_provider_uuid=None
+            None if uuid is None else validate_uuid(uuid, "uuid"),
+            None
             if parent_provider_uuid is None
             else validate_uuid(parent_provider_uuid, "parent_provider_uuid"),
-            global_request_id=validate_request_id(global_request_id),
+            validate_request_id(global_request_id),
         )
 
     def get_provider(self, uuid: str, *, global_request_id: str | None = None) -> ResourceProvider:
@@ -174,10 +174,7 @@ class ProviderClient(FieldsClient, CatalogClient):
         if parent_provider_uuid is not _UNSET and parent_provider_uuid is not None:
             parent_provider_uuid = validate_uuid(parent_provider_uuid, "parent_provider_uuid")
         return self._ops.update_provider(
-            uuid,
-            name=name,
-            parent_provider_uuid=parent_provider_uuid,
-            global_request_id=validate_request_id(global_request_id),
+            uuid, name, parent_provider_uuid, validate_request_id(global_request_id)
         )
 
     def delete_provider(
