@@ -9,9 +9,14 @@ the same, and live here once, as does timing a start and undoing a failed one.
 from __future__ import annotations
 
 import abc
+import sys
 import time
 from collections.abc import Callable
-from typing import Self
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # Python 3.10
+    from typing_extensions import Self
 
 from reportclient.testing import _app
 from reportclient.testing._started import Started
