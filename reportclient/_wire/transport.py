@@ -338,15 +338,17 @@ class Transport:
         :param version: send at exactly this version (default: the one in use).
         :param timeout: (connect, read) seconds for this request only.
         """
-        return self._send(
-            method,
-            path,
-            version=self.microversion if version is None else version,
-            json=json,
-            global_request_id=global_request_id,
-            timeout=timeout,
-            with_headers=True,
-        )
+        sent = self.microversion if version is None else version
+        with operation(self._budget):  # its own first attempt, unless the caller's loop is one
+            return self._send(
+                method,
+                path,
+                version=sent,
+                json=json,
+                global_request_id=global_request_id,
+                timeout=timeout,
+                with_headers=True,
+            )
 
     def _send(
         self,
