@@ -38,8 +38,8 @@ from typing import Any
 
 import reportclient
 from bench.cells.cluster import cluster_cpu_seconds
-from bench.drivers.allocations import NovaUnavailable, load_nova
-from bench.fleet import WINDOW, StatusAdapter
+from bench.drivers.allocations import NovaDriver, NovaUnavailable, load_nova
+from bench.fleet import WINDOW
 from bench.support.common import (
     MICROVERSION,
     PROJECT,
@@ -95,7 +95,7 @@ class Agent:
     def __init__(self, kind: str, writer: str, url: str, token: str, rp: str, nova: Any) -> None:
         self.kind, self.writer, self.rp, self.nova = kind, writer, rp, nova
         self.name = f"sat-{rp[:8]}"
-        self.wire = make_adapter(url, token, StatusAdapter, raise_exc=kind == RC)
+        self.wire = make_adapter(url, token, raise_exc=kind == RC)
         self.context = SimpleNamespace(global_id=None)
         if kind == RC:
             self.client: Any = PlacementClient(self.wire, microversion=MICROVERSION)
@@ -163,14 +163,15 @@ class Claims:
 
     def __init__(self, kind: str, url: str, token: str, providers: list[str], nova: Any) -> None:
         self.kind, self.providers = kind, providers
-        self.wire = make_adapter(url, token, StatusAdapter, raise_exc=kind == RC)
-        keepalive_pool(self.wire.session.session, CLAIM_THREADS)
         if kind == RC:
+            self.wire = make_adapter(url, token)
             self.client: Any = PlacementClient(self.wire, microversion=MICROVERSION)
         else:
-            self.client = nova.SchedulerReportClient(adapter=self.wire)
-            self.version = nova.SAME_SUBTREE_VERSION
+            self.nova = NovaDriver(nova, url, token)  # claim_resources as nova's scheduler
+            self.wire, self.client = self.nova.wire, self.nova.client
+        keepalive_pool(self.wire.session.session, CLAIM_THREADS)
         self.tally = Tally()
+        self.offered = 0
         self.per_provider: Counter[str] = Counter()
         self.unknown_on: Counter[str] = Counter()
 
@@ -182,17 +183,7 @@ class Claims:
             if self.kind == RC:
                 self.client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
             else:
-                ok = self.client.claim_resources(
-                    SimpleNamespace(global_id=None),
-                    consumer,
-                    {"allocations": {rp: {"resources": {"VCPU": 1}}}},
-                    PROJECT,
-                    USER,
-                    allocation_request_version=self.version,
-                    consumer_generation=None,
-                )
-                if ok is not True:
-                    raise RuntimeError(f"claim_resources returned {ok!r}")
+                self.nova.claim(consumer, rp)
         except Exception as exc:  # a benchmark counts every failure, by its type
             self.tally.record(offered, exc)
             if isinstance(exc, reportclient.OutcomeUnknown):
@@ -241,7 +232,7 @@ def open_loop(claims: Claims, rate: float, seconds: float) -> None:
                 time.sleep(delay)
             pool.submit(one, due)
             offered += 1
-    claims.offered = offered  # type: ignore[attr-defined]
+    claims.offered = offered
 
 
 def make_providers(admin: PlacementClient, n: int) -> list[str]:
@@ -265,42 +256,38 @@ def _ms(values: list[float], q: float) -> str:
     return f"{percentile(values, q) * 1000:.0f}" if values else "-"
 
 
-def _writes(status: Counter[tuple[str, int]]) -> int:
-    return sum(n for (method, _s), n in status.items() if method in ("PUT", "POST"))
-
-
 @dataclass
 class Row:
-    """One line of the table."""
+    """One line of the table: one kind of operation in one cell."""
 
     kind: str
     factor: float
     what: str
     begun: int
-    done: list[float]
-    unknown: int
-    requests: int
-    writes: int
-    seconds: float
-    cpu: float
-    errors: Counter[str]
-    #: Retries the client's budget refused (reportclient).
-    refused: int = 0
+    tally: Tally
+    counts: Counter[str]
+    refused: int
+
+    @property
+    def retries_per_first(self) -> float:
+        """Writes sent beyond one per operation begun, per operation begun."""
+        writes = self.counts["PUT"] + self.counts["POST"]
+        return max(writes - self.tally.begun, 0) / max(self.tally.begun, 1)
 
     def cells(self, goodput: float, cpu_per_write: float) -> list[str]:
-        ok = len(self.done)
+        done = self.tally.done
         return [
             self.kind,
             f"{self.factor:g}x",
             self.what,
             str(self.begun),
-            f"{ok / max(self.begun, 1):.0%}",
-            f"{_ms(self.done, 50)}/{_ms(self.done, 99)}",
-            f"{self.requests / max(ok, 1):.2f}",
-            f"{max(self.writes / max(self.begun, 1) - 1, 0):.2f}",
+            f"{len(done) / max(self.begun, 1):.0%}",
+            f"{_ms(done, 50)}/{_ms(done, 99)}",
+            f"{sum(self.counts.values()) / max(len(done), 1):.2f}",
+            f"{self.retries_per_first:.2f}",
             f"{goodput:.1f}",
             f"{cpu_per_write * 1000:.1f}",
-            ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())) or "-",
+            ", ".join(f"{k} {v}" for k, v in sorted(self.tally.errors.items())) or "-",
             str(self.refused) if self.kind == RC else "-",
         ]
 
@@ -324,7 +311,7 @@ def cell(
     for agent in agents:  # warm: each agent learns its provider
         agent.write(1)
         agent.landed, agent.tally = 1, Tally()
-        agent.wire.status.clear()
+        agent.wire.counts.clear()
     stop = threading.Event()
     threads = [threading.Thread(target=a.run, args=(stop,)) for a in agents]
     cpu0, began = cluster_cpu_seconds(cluster), time.perf_counter()
@@ -347,45 +334,14 @@ def cell(
         if not agent.holds(admin):
             print(f"  LOST: {agent.writer}'s last write is not held", file=sys.stderr)
             bad += 1
-    offered = getattr(claims, "offered", claims.tally.begun)
-    rows = [
-        Row(
-            kind,
-            factor,
-            f"claims ({rate:.0f}/s offered)",
-            offered,
-            claims.tally.done,
-            claims.tally.unknown,
-            sum(claims.wire.status.values()),
-            _writes(claims.wire.status),
-            elapsed,
-            cpu,
-            claims.tally.errors,
-            refused(claims.client),
-        )
+    what = f"claims ({rate:.0f}/s offered)"
+    rows = [Row(kind, factor, what, claims.offered, claims.tally, claims.wire.counts, 0)]
+    rows += [
+        Row(kind, factor, a.writer, a.tally.begun, a.tally, a.wire.counts, refused(a.client))
+        for a in agents
     ]
-    rows[0].begun = offered
-    for agent in agents:
-        rows.append(
-            Row(
-                kind,
-                factor,
-                agent.writer,
-                agent.tally.begun,
-                agent.tally.done,
-                agent.tally.unknown,
-                sum(agent.wire.status.values()),
-                _writes(agent.wire.status),
-                elapsed,
-                cpu,
-                agent.tally.errors,
-                refused(agent.client),
-            )
-        )
-    # Claims begun but not sent by the end are not in writes: retries per first attempt
-    # counts those that were begun.
-    rows[0].writes += offered - claims.tally.begun
-    successes = sum(len(r.done) for r in rows)
+    rows[0].refused = refused(claims.client)
+    successes = sum(len(r.tally.done) for r in rows)
     return rows, successes / elapsed, cpu / max(successes, 1), bad
 
 

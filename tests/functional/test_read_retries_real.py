@@ -1,7 +1,7 @@
 """Typed reads on the real Placement behind a proxy that answers 503 once, or resets.
 
 Issue 37: a scheduler's candidates call failed on a single proxy hiccup. The
-real Placement (a separate process) sits behind the FaultProxy; the first
+real Placement (the suite's embedded one) sits behind the FaultProxy; the first
 matching request gets the proxy's error page (or a reset) and never reaches
 Placement, the second is forwarded.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from reportclient import PlacementClient, PlacementOverloaded, PlacementUnavailable, RetryBudget
-from reportclient.testing import PlacementAdmin, PlacementServer
+from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.faultproxy import FaultProxy, answer, reset
 from tests.functional._helpers import new_id
 from tests.functional._outcome_helpers import client_for, no_sleep_retry
@@ -22,27 +22,15 @@ from tests.functional._outcome_helpers import client_for, no_sleep_retry
 pytestmark = pytest.mark.functional
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[PlacementServer]:
-    with PlacementServer() as placement:
-        yield placement
-
-
 @pytest.fixture
-def admin(server: PlacementServer) -> Iterator[PlacementAdmin]:
-    with PlacementAdmin(server.url, server.token) as other:
-        yield other
-
-
-@pytest.fixture
-def proxy(server: PlacementServer) -> Iterator[FaultProxy]:
-    with FaultProxy("127.0.0.1", server.port, timeout=30.0) as faults:
+def proxy(real_placement: EmbeddedPlacement) -> Iterator[FaultProxy]:
+    with FaultProxy("127.0.0.1", real_placement.port, timeout=30.0) as faults:
         yield faults
 
 
 @pytest.fixture
-def rp(admin: PlacementAdmin) -> str:
-    return admin.create_provider(inventory={"VCPU": {"total": 8, "max_unit": 8}})
+def rp(placement_admin: PlacementAdmin) -> str:
+    return placement_admin.create_provider(inventory={"VCPU": {"total": 8, "max_unit": 8}})
 
 
 READS: dict[str, tuple[str, Callable[[PlacementClient, str], Any]]] = {
