@@ -377,7 +377,7 @@ def judge(o: Outcome, final: State) -> str:
         rc.PlacementUnavailable: o.disturbed,
         # The client's retry budget refused a retry, spent by earlier operations
         # (a wrong guess from the cache is a retry too); nothing may have landed.
-        rc.PlacementOverloaded: not err.outcome_unknown,
+        rc.PlacementOverloaded: not getattr(err, "outcome_unknown", True),
     }.get(type(err), False)
     if not expected:
         return f"!other violation: unexpected {said}: {err}"
