@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("bench.run", "workloads 1-7; --placement mariadb|postgresql, --shared, --galera"),
     "fleet": ("bench.fleet", "compute agents at fleet scale, and writers starved by claims"),
     "surface": ("bench.surface", "moves, allocation candidates and reconcile beside nova"),
+    "saturation": ("bench.saturation", "claims at 0.5x-2x capacity beside provider writers (37)"),
     "overlap": ("bench.overlap", "two threads of one client overlap on a consumer (issue 35)"),
     "fake-vs-real": ("bench.fake_vs_real", "time per claim on the fake beside the real one"),
     "model": ("bench.model", "a model of N writers on one consumer, to try retry windows"),

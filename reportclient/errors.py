@@ -16,7 +16,8 @@ The hierarchy::
     │   └── CannotDeleteParent     409 ...cannot_delete_parent: it has children
     ├── ProviderNotFound           placement.resource_provider.not_found, or a 404 naming one
     ├── PlacementUnavailable       connection failure, timeout or 5xx
-    │   └── OutcomeUnknown         a write may or may not have landed; not re-applied
+    │   ├── OutcomeUnknown         a write may or may not have landed; not re-applied
+    │   └── PlacementOverloaded    retries refused by the client's budget; nothing landed
     ├── MicroversionUnsupported    the server cannot speak what we need
     ├── PlacementAuthError         no auth plugin, credentials or token refused (401)
     └── PlacementEndpointError     Placement not in the catalog, or discovery failed
@@ -54,6 +55,7 @@ __all__ = [
     "PlacementAuthError",
     "PlacementEndpointError",
     "PlacementError",
+    "PlacementOverloaded",
     "PlacementUnavailable",
     "ProviderInUse",
     "ProviderNotFound",
@@ -362,6 +364,26 @@ class OutcomeUnknown(PlacementUnavailable):
         self.writes: tuple[AllocationWrite, ...] = tuple(writes)
         #: A multi-consumer write: each consumer as read afterwards (None: unread).
         self.states = states
+
+
+class PlacementOverloaded(PlacementUnavailable):
+    """Placement kept failing or conflicting, and the client's retry budget is spent.
+
+    The operation stopped instead of adding retries to a Placement that is
+    already behind (``reportclient.retry.RetryBudget``); no write of it can
+    have landed (``outcome_unknown`` is False), so it is safe to try again
+    later. ``last`` is the Placement error the refused retry would have
+    answered (a :class:`GenerationConflict`, a 503...); its status, code
+    and request id are this error's too. An operation whose write may have
+    landed raises :class:`OutcomeUnknown` instead.
+    """
+
+    def __init__(self, message: str, *, last: PlacementError, **kwargs: Any) -> None:
+        for name in ("status", "code", "title", "request_id", "method", "url", "consumer_uuid"):
+            kwargs.setdefault(name, getattr(last, name))
+        kwargs.setdefault("detail", last.detail)
+        super().__init__(message, outcome_unknown=False, **kwargs)
+        self.last = last
 
 
 class MicroversionUnsupported(PlacementError):

@@ -3,9 +3,14 @@
 A policy decides *when* to try again and how long to wait; *what* is worth
 retrying is the engine's call (a conflict or an unreachable server, never an
 over-capacity refusal, a change of premise or an unknown outcome), so the
-engine (:func:`reportclient._engine.guarded_write.run_attempts`) overrides
+engine (:func:`reportclient._engine.attempts.run_attempts`) overrides
 ``retry=`` on a copy of the policy for every operation. Jitter draws from one
 small injectable function so tests can pin it.
+
+Whatever the policy, two bounds of the client's own apply to every retry
+(``reportclient._budget`` says why): the client's :class:`RetryBudget`
+(retries at most 20% of first attempts, plus 1.2 a second), and
+:data:`MAX_REQUESTS` per operation.
 """
 
 from __future__ import annotations
@@ -16,7 +21,28 @@ from collections.abc import Callable
 
 import tenacity
 
-__all__ = ["NO_RETRY", "default_retry", "no_retry", "wait_contention", "wait_full_jitter"]
+from reportclient._budget import (
+    DEFAULT_BUDGET_FLOOR,
+    DEFAULT_BUDGET_RATIO,
+    DEFAULT_BUDGET_WINDOW,
+    MAX_REQUESTS,
+    BudgetStats,
+    RetryBudget,
+)
+
+__all__ = [
+    "DEFAULT_BUDGET_FLOOR",
+    "DEFAULT_BUDGET_RATIO",
+    "DEFAULT_BUDGET_WINDOW",
+    "MAX_REQUESTS",
+    "NO_RETRY",
+    "BudgetStats",
+    "RetryBudget",
+    "default_retry",
+    "no_retry",
+    "wait_contention",
+    "wait_full_jitter",
+]
 
 #: Writes per operation before giving up.
 DEFAULT_ATTEMPTS = 12

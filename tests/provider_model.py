@@ -375,6 +375,9 @@ def judge(o: Outcome, final: State) -> str:
         rc.InventoryInUse: any(op.apply(s) is None for s in o.snapshots),
         rc.GenerationConflict: o.fault == "contention",
         rc.PlacementUnavailable: o.disturbed,
+        # The client's retry budget refused a retry, spent by earlier operations
+        # (a wrong guess from the cache is a retry too); nothing may have landed.
+        rc.PlacementOverloaded: not getattr(err, "outcome_unknown", True),
     }.get(type(err), False)
     if not expected:
         return f"!other violation: unexpected {said}: {err}"

@@ -208,7 +208,11 @@ def judge(o: Outcome, final: State, generation: int | None) -> str:
             return "!other violation: the claim replaced allocations it never saw (clobber)"
         return "recovered"
     name = type(err).__name__
-    if isinstance(err, rc.PlacementUnavailable) and not o.disturbed:
+    if (
+        isinstance(err, rc.PlacementUnavailable)
+        and not isinstance(err, rc.PlacementOverloaded)  # the budget: conflicts suffice
+        and not o.disturbed
+    ):
         return f"!other violation: {name} while every request was answered"
     if isinstance(err, rc.OutcomeUnknown):
         return wrong(once | never | won, "neither applied once nor not") or "typed"
@@ -224,7 +228,7 @@ def judge(o: Outcome, final: State, generation: int | None) -> str:
     elif isinstance(err, rc.ConsumerGone):
         if op.kind in ("claim", "release") or EMPTY not in held or err.state.exists:
             return "!other violation: ConsumerGone, yet the consumer never went missing"
-    elif type(err) is not rc.PlacementUnavailable:  # capacity is ample; one conflict at most
+    elif type(err) not in (rc.PlacementUnavailable, rc.PlacementOverloaded):  # ample capacity
         return f"!other violation: unexpected {name}: {err}"
     return wrong(never | erased, f"{name}, yet Placement holds the op's write") or "typed"
 

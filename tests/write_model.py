@@ -308,7 +308,11 @@ def _judge(op: Op, trace: Trace, error: BaseException | None, disturbed: bool) -
         return "unknown: landed" if landings else "unknown: not landed"
     if not isinstance(error, EXPECTED):
         return f"!other: unexpected {name}: {error}"
-    if isinstance(error, rc.PlacementUnavailable) and not disturbed:
+    if (
+        isinstance(error, rc.PlacementUnavailable)
+        and not isinstance(error, rc.PlacementOverloaded)  # the budget: conflicts suffice
+        and not disturbed
+    ):
         return f"!other: {name} while every request was answered"
     if landings and op.per_field:
         return f"typed: {name} (after writes that landed and were acknowledged)"

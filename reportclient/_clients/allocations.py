@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 import tenacity
 
 from reportclient._clients.core import Core
+from reportclient._engine.attempts import run_attempts
 from reportclient._engine.batch_write import BatchWrite, Part, Plan
 from reportclient._engine.consumer_write import ConsumerWrite, Kind
-from reportclient._engine.guarded_write import run_attempts
 from reportclient._engine.moves import WriteSpec, plan_many, plan_move
 from reportclient._gateway.gateway import CacheStats
 from reportclient._model.candidate_results import AllocationRequest

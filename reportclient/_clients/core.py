@@ -26,7 +26,7 @@ from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL,
 from reportclient._model.validation import validate_consumer_type, validate_max_staleness
 from reportclient._wire.transport import DEFAULT_TIMEOUT, Transport
 from reportclient.errors import InvalidInput
-from reportclient.retry import default_retry
+from reportclient.retry import RetryBudget, default_retry
 
 __all__ = [
     "SETTINGS",
@@ -34,6 +34,7 @@ __all__ = [
     "Core",
     "SessionOptions",
     "Timeout",
+    "budget_of",
     "check_settings",
     "policy_of",
 ]
@@ -64,6 +65,13 @@ class ClientSettings(TypedDict, total=False):
     :param reconcile_max_staleness: the agent setting for every
         ``providers.reconcile`` that does not pass its own ``max_staleness``:
         None (strict) or 300 for a compute agent (doc/source/providers.rst).
+    :param retry_budget: the :class:`~reportclient.RetryBudget` every retry
+        of every operation of the client spends from, whatever its policy
+        (default: 20% of first attempts plus 1.2 a second, over 10 s, on
+        ``clock``); share one between clients to bound them together. None
+        spends none: only the policy and the request bound
+        (:data:`~reportclient.MAX_REQUESTS`) limit retries
+        (doc/source/retry.rst).
     """
 
     retry: tenacity.Retrying | None
@@ -75,6 +83,7 @@ class ClientSettings(TypedDict, total=False):
     timeout: Timeout
     default_consumer_type: str
     reconcile_max_staleness: float | None
+    retry_budget: RetryBudget | None
 
 
 class SessionOptions(ClientSettings, total=False):
@@ -131,6 +140,21 @@ def policy_of(retry: object) -> tenacity.Retrying:
     return retry
 
 
+def budget_of(settings: ClientSettings, clock: Callable[[], float]) -> RetryBudget | None:
+    """The client's retry budget: the one given (None: none), else a default one on ``clock``.
+
+    :raises InvalidInput: for anything but a RetryBudget or None.
+    """
+    if "retry_budget" not in settings:
+        return RetryBudget(clock=clock)
+    budget = settings["retry_budget"]
+    if budget is not None and not isinstance(budget, RetryBudget):
+        raise InvalidInput(
+            f"retry_budget must be a reportclient.RetryBudget or None, got {budget!r}"
+        )
+    return budget
+
+
 @dataclass(frozen=True, slots=True)
 class Core:
     """What the resource clients of one :class:`PlacementClient` share."""
@@ -142,6 +166,7 @@ class Core:
     clock: Callable[[], float]
     default_type: str
     max_staleness: float | None
+    budget: RetryBudget | None
 
     @classmethod
     def build(cls, adapter: ks_adapter.Adapter, settings: ClientSettings) -> Core:
@@ -154,11 +179,16 @@ class Core:
             settings.get("default_consumer_type", DEFAULT_CONSUMER_TYPE)
         )
         max_staleness = validate_max_staleness(settings.get("reconcile_max_staleness"))
+        retry = settings.get("retry")
+        policy = policy_of(retry) if retry is not None else default_retry()
+        budget = budget_of(settings, clock)
         transport = Transport(
             adapter,
             microversion=settings.get("microversion"),
             global_request_id=settings.get("global_request_id"),
             timeout=settings.get("timeout", DEFAULT_TIMEOUT),
+            reads=policy,
+            budget=budget,
         )
         # Every request goes through the gateway, the only writer of both caches.
         try:
@@ -170,15 +200,15 @@ class Core:
             )
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        retry = settings.get("retry")
         return cls(
             transport,
             gateway,
-            policy_of(retry) if retry is not None else default_retry(),
-            ContentionMemory(clock),
+            policy,
+            ContentionMemory(clock, budget),
             clock,
             default_type,
             max_staleness,
+            budget,
         )
 
     def policy(self, retry: tenacity.Retrying | None) -> tenacity.Retrying:

@@ -17,7 +17,7 @@ from typing import Any
 from reportclient._clients.catalog import CatalogClient
 from reportclient._clients.core import Core
 from reportclient._clients.fields import FieldsClient
-from reportclient._engine.guarded_write import run_attempts
+from reportclient._engine.attempts import run_attempts
 from reportclient._engine.provider_ops import CASCADE_ROUNDS, UNSET, ProviderOps
 from reportclient._engine.reconcile import AGENT_MAX_STALENESS, TreeMemory, reconcile
 from reportclient._engine.reshape_write import ReshapeWrite

@@ -12,12 +12,13 @@ from typing import Any
 
 import tenacity
 
+from reportclient._budget import GiveUp, operation
 from reportclient._clients.core import Core, Timeout
 from reportclient._model.raw import RawAnswer
 from reportclient._model.validation import validate_method, validate_path
 from reportclient._wire.negotiation import format_version, parse_version
 from reportclient._wire.transport import validate_request_id, validate_timeout
-from reportclient.errors import PlacementUnavailable
+from reportclient.errors import PlacementOverloaded, PlacementUnavailable
 
 __all__ = ["RawClient"]
 
@@ -97,9 +98,26 @@ class RawClient:
 
         if verb not in _READS:
             return send()
-        # A read is harmless to repeat; only an unreachable server is worth it.
-        reads = policy.copy(
-            retry=tenacity.retry_if_exception_type(PlacementUnavailable), reraise=True
-        )
-        answer: RawAnswer = reads(send)
+        # A read is harmless to repeat; only an unreachable server is worth
+        # it, and each try after the first spends from the client's budget.
+        with operation(self._core.budget) as this:
+
+            def stop(state: tenacity.RetryCallState) -> bool:
+                return this.retry(policy_stops=bool(policy.stop(state)), cost=1) is not None
+
+            reads = policy.copy(
+                retry=tenacity.retry_if_exception_type(PlacementUnavailable),
+                stop=stop,
+                reraise=True,
+            )
+            try:
+                answer: RawAnswer = reads(send)
+            except PlacementUnavailable as exc:
+                if this.refused is not GiveUp.BUDGET:
+                    raise
+                raise PlacementOverloaded(
+                    f"{verb} {where} not sent again: {GiveUp.BUDGET.value} "
+                    f"(Placement is overloaded; last answer: {exc.message})",
+                    last=exc,
+                ) from exc
         return answer

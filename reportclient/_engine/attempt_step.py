@@ -35,6 +35,11 @@ other writers); "ends it": ``ConsumerChanged``.
   wait, over the window the engine lends it (:mod:`.contention`), then a
   read (the look's read is as stale as a cache after the wait: measured at
   64 writers on one consumer, a third of the retries sent from it collided).
+
+Whichever it is, a retry then goes only if the policy would go on and the
+client's bounds allow it (:func:`reportclient._budget.next_retry`, then the
+retry budget): an ``UNTOUCHED`` retry is free of the policy's count, never
+of the budget or the request bound (issue 37).
 """
 
 from __future__ import annotations

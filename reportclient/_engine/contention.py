@@ -98,6 +98,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from reportclient._budget import RetryBudget
 from reportclient._engine.turns import Turns
 
 __all__ = ["HALF_LIFE", "LATER_FLOOR", "MIN_WINDOW", "ContentionMemory"]
@@ -120,10 +121,15 @@ class ContentionMemory:
     """Per subject, the window writers needed lately, and whose turn it is; thread-safe.
 
     :param clock: monotonic seconds, to measure a write's cycle.
+    :param budget: the client's retry budget, which every write's retries
+        spend from (:mod:`reportclient._budget`); None spends none.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, budget: RetryBudget | None = None
+    ) -> None:
         self.clock = clock
+        self.budget = budget
         #: The client's writers of one subject, one at a time.
         self.turns = Turns()
         self._lock = threading.Lock()

@@ -22,20 +22,17 @@ between them is here, once:
   up) ends in :class:`OutcomeUnknown`, chained from what ended it.
 
 Deciding *whether* there is a next attempt, and when, is the retry policy's
-job (:func:`run_attempts`); deciding what an attempt does is this class's.
+job within the client's bounds (:func:`reportclient._engine.attempts.run_attempts`);
+deciding what an attempt does is this class's.
 """
 
 from __future__ import annotations
 
 import abc
-import copy
-import itertools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
-
-import tenacity
+from typing import Generic, TypeVar
 
 from reportclient._engine.attempt_step import Conflict, Next, after_conflict, look
 from reportclient._engine.contention import ContentionMemory
@@ -45,35 +42,30 @@ from reportclient.errors import (
     GenerationConflict,
     OutcomeUnknown,
     PlacementError,
+    PlacementOverloaded,
     PlacementUnavailable,
 )
 
-__all__ = ["Done", "GuardedWrite", "run_attempts"]
+__all__ = ["RETRIABLE", "Done", "GuardedWrite", "retriable"]
 
 #: Decisions about an operation's fate (a lost answer settled by a read).
 LOG = logging.getLogger("reportclient.engine")
-#: Each retry and each give-up.
-RETRY_LOG = logging.getLogger("reportclient.retry")
 
 StateT = TypeVar("StateT")
 SentT = TypeVar("SentT")
 ResultT = TypeVar("ResultT")
 
-_RETRIABLE = (GenerationConflict, PlacementUnavailable)
-#: Most retries of one operation whose subject was found untouched after a
-#: conflict; they are not counted against the policy's attempts (see
-#: :func:`_operation_policy`). At 100 claims/s on one provider (2 gunicorn
-#: workers over MariaDB, saturated) about 1 in 60 re-sends lands, so this
-#: bounds a write to ~500 requests should the policy set no deadline.
-UNTOUCHED_RETRIES = 250
+#: The kinds of failure an attempt may be retried after.
+RETRIABLE = (GenerationConflict, PlacementUnavailable)
 # Subclasses of the retriable kinds that end an operation: retrying them
-# would overwrite, or apply a mutation twice.
-_TERMINAL = (ConsumerChanged, OutcomeUnknown)
+# would overwrite, apply a mutation twice, or spend what the client's retry
+# budget already refused.
+_TERMINAL = (ConsumerChanged, OutcomeUnknown, PlacementOverloaded)
 
 
 def retriable(exc: BaseException | None) -> bool:
     """Whether ``exc`` leaves the operation worth another attempt."""
-    return isinstance(exc, _RETRIABLE) and not isinstance(exc, _TERMINAL)
+    return isinstance(exc, RETRIABLE) and not isinstance(exc, _TERMINAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,164 +366,3 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
         self._prefetched = state
         self.next = None
         raise error
-
-
-def run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retrying) -> ResultT:
-    """Run ``write``'s attempts until one succeeds or ``policy`` gives up.
-
-    The client's other writers of the same subject wait for their turn
-    (:mod:`reportclient._engine.turns`), so its own threads read each
-    other's writes instead of colliding on them. Most writes land at once,
-    so the policy is only copied (a measurable share of a claim's CPU) after
-    a first attempt has failed. A policy that gives up while a write may
-    still land ends in :class:`OutcomeUnknown`.
-    """
-    try:
-        if write.memory is None:
-            return _run_attempts(write, policy)
-        with write.memory.turns.turn(write.turn):  # a write of several subjects names None
-            return _run_attempts(write, policy)
-    except OutcomeUnknown:
-        write.forget()
-        raise
-
-
-def _run_attempts(write: GuardedWrite[Any, Any, ResultT], policy: tenacity.Retrying) -> ResultT:
-    try:
-        first = write.attempt(1)
-    except _RETRIABLE as exc:
-        if not retriable(exc):
-            raise
-        first_failure = exc
-    else:
-        write.succeeded()
-        return first
-    numbers = itertools.count(1)
-
-    def attempt() -> ResultT:
-        number = next(numbers)
-        if number == 1:
-            raise first_failure  # let the policy judge the attempt already made
-        return write.attempt(number)
-
-    try:
-        # The call form, not the iterator: it honours a user's
-        # retry_error_callback (whose value tenacity then returns).
-        result: ResultT = _operation_policy(write, policy)(attempt)
-    except _RETRIABLE as exc:
-        if not retriable(exc):
-            raise
-        RETRY_LOG.error(
-            "%s: giving up after %d attempt(s): %s", write.subject, next(numbers) - 1, exc
-        )
-        if write.pending:
-            raise write.still_pending(exc) from exc
-        raise
-    write.succeeded()
-    return result
-
-
-def _operation_policy(
-    write: GuardedWrite[Any, Any, Any], policy: tenacity.Retrying
-) -> tenacity.Retrying:
-    """The user's policy, deciding only when and how long; the engine decides what.
-
-    A stale consumer (or provider) generation on a write computed from the
-    cache (or from the guess that the consumer is new) means that guess was
-    wrong, not that writers are contending, so the re-read it calls for is
-    not delayed and is logged at DEBUG. A conflict on a write computed from a
-    state just read means contention: it backs off and warns, as does an
-    unreachable server.
-
-    A write whose re-read after the conflict shows what it changes untouched
-    lost no race on it: a provider field whose generation moved under
-    allocations (or a write of another field), a consumer whose allocation
-    write lost Placement's in-server race to other allocations on the same
-    providers. It is retried at once and **not counted** against the
-    policy's attempts, so schedulers claiming on a provider cannot use up a
-    compute agent's attempts (issue 21: at 100 claims/s on one provider, 12
-    counted attempts finished 0-43% of inventory and trait writes). The
-    policy's deadline still bounds them, as does :data:`UNTOUCHED_RETRIES`;
-    a policy that allows a single attempt (:func:`~reportclient.no_retry`)
-    still gets exactly one.
-    """
-    user_hook = policy.before_sleep
-    user_wait = policy.wait
-    user_stop = policy.stop
-    user_give_up = policy.retry_error_callback
-    free = [0]  # untouched retries so far, not counted as attempts
-
-    def routine(exc: BaseException | None) -> bool:
-        return isinstance(exc, GenerationConflict) and write.next is not None and write.next.at_once
-
-    def counted(state: tenacity.RetryCallState) -> tenacity.RetryCallState:
-        """``state`` as the policy sees it: untouched retries are not attempts.
-
-        The window the engine lends a contended conflict rides on this copy
-        (``contention_window``), never on the exception a caller catches.
-        """
-        window = write.window
-        if not free[0] and window is None:
-            return state
-        seen = copy.copy(state)
-        seen.attempt_number = state.attempt_number - free[0]
-        seen.contention_window = window  # type: ignore[attr-defined]
-        return seen
-
-    def stop(state: tenacity.RetryCallState) -> bool:
-        exc = state.outcome.exception() if state.outcome else None
-        if (
-            isinstance(exc, GenerationConflict)
-            and write.next is not None
-            and not write.next.counted
-            and free[0] < UNTOUCHED_RETRIES
-            and not (state.attempt_number == 1 and user_stop(state))
-        ):
-            free[0] += 1
-        return bool(user_stop(counted(state)))
-
-    def wait(state: tenacity.RetryCallState) -> float:
-        if routine(state.outcome.exception() if state.outcome else None):
-            return 0.0
-        return float(user_wait(counted(state)))
-
-    def log_retry(state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        RETRY_LOG.log(
-            logging.DEBUG if routine(exc) else logging.WARNING,
-            "%s: attempt %d failed: %s %s (request %s); retrying in %.3fs",
-            write.subject,
-            state.attempt_number,
-            type(exc).__name__,
-            getattr(exc, "detail", None) or getattr(exc, "message", exc),
-            getattr(exc, "request_id", None),
-            state.upcoming_sleep,
-        )
-        if user_hook is not None:
-            user_hook(state)
-
-    def give_up(state: tenacity.RetryCallState) -> Any:
-        """The caller's callback, unless a write of ours may still land: then OutcomeUnknown.
-
-        A callback's value (nova-style ``lambda state: None``) would hide
-        the open write, and a callback's own exception would escape bare;
-        either way the caller must hear first that a write may land.
-        """
-        assert user_give_up is not None
-        exc = state.outcome.exception() if state.outcome else None
-        if not write.pending or not isinstance(exc, PlacementError):
-            return user_give_up(state)
-        try:
-            user_give_up(state)
-        except Exception as raised:
-            raise write.still_pending(exc) from raised
-        raise write.still_pending(exc) from exc
-
-    return policy.copy(
-        retry=tenacity.retry_if_exception(retriable),
-        stop=stop,
-        wait=wait,
-        before_sleep=log_retry,
-        reraise=True,
-        retry_error_callback=give_up if user_give_up is not None else None,
-    )

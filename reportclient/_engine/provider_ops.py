@@ -16,9 +16,9 @@ from typing import Any
 
 import tenacity
 
+from reportclient._engine.attempts import run_attempts
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.field_write import Field, FieldWrite
-from reportclient._engine.guarded_write import run_attempts
 from reportclient._gateway.gateway import Gateway, TreeListing
 from reportclient._model.microversions import Microversion
 from reportclient._model.providers import ProviderAllocations, ResourceProvider

@@ -23,22 +23,46 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 import requests
+from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1.identity import base as ks_identity
 from urllib3 import exceptions as urllib3_exc
 from urllib3.util.retry import Retry
 
-from reportclient.errors import InvalidInput
+from reportclient.errors import (
+    InvalidInput,
+    PlacementAuthError,
+    PlacementEndpointError,
+    PlacementError,
+    PlacementUnavailable,
+)
 
 __all__ = [
+    "READS",
+    "READ_ATTEMPTS",
+    "READ_RETRY_STATUSES",
     "Failure",
     "Kind",
     "TransportFailure",
     "classify",
+    "failure_error",
+    "read_again",
     "redact",
     "refuse_write_replays",
 ]
+
+#: Methods that change nothing, and are harmless to send again.
+READS = frozenset({"GET", "HEAD"})
+#: Most tries of one read, the first included.
+READ_ATTEMPTS = 4
+#: Answers a read is sent again after: a proxy with no server behind it
+#: (502), a server that cannot serve now (503), a proxy that gave up
+#: waiting (504). Placement's own 500 is not among them: it answers the
+#: same request the same way (a value its database refuses, a bug).
+READ_RETRY_STATUSES = frozenset({502, 503, 504})
 
 # Headers that hold credentials, in the shapes they take in messages:
 # ``X-Auth-Token: v``, ``'X-Auth-Token': 'v'``, ``x-auth-token=v``.
@@ -328,3 +352,109 @@ def refuse_write_replays(adapter: object) -> None:
             "Retry(total=3, allowed_methods={'GET'}, other=0), or that retries connects "
             "only: Retry(connect=3, read=0, status=0, other=0)"
         )
+
+
+def read_again(*, status: int | None, kind: Kind | None, attempt: int, timeouts: int) -> bool:
+    """Whether a read that failed is worth sending again (before the client's bounds).
+
+    Connection failures (refused, reset, broken) and a 502, 503 or 504 are;
+    a read timeout only once, since a server that could not answer within
+    the read timeout is unlikely to within the next, and the caller waits
+    for both.
+
+    :param status: the error answer's status; None when no answer came.
+    :param kind: what :func:`classify` made of a failure with no answer.
+    :param attempt: the tries made so far, the failed one included.
+    :param timeouts: of those, the tries that timed out reading.
+    """
+    if attempt >= READ_ATTEMPTS:
+        return False
+    if status is not None:
+        return status in READ_RETRY_STATUSES
+    if kind is Kind.READ_TIMEOUT:
+        return timeouts <= 1
+    return kind in (Kind.CONNECT, Kind.LOST)
+
+
+def _authenticating_at(adapter: ks_adapter.Adapter, *, token_expiring: bool) -> str | None:
+    """Keystone's URL when a request that failed must have failed on its way to Keystone.
+
+    keystoneauth gets a token before it looks Placement up or sends it
+    anything, so a failure while the identity plugin holds no token was
+    Keystone's. With ``token_expiring``, a token about to be refreshed counts
+    as none: fit for telling whom a connection failure was with, but not for
+    a lost answer, where the token may have expired since the request went
+    out and calling it Keystone's would wrongly say nothing reached Placement.
+    """
+    plugin = adapter.auth or adapter.session.auth
+    if not isinstance(plugin, ks_identity.BaseIdentityPlugin):
+        return None  # a fixed token (admin_token, noauth2): no Keystone involved
+    ref = plugin.auth_ref
+    if ref is not None and not (
+        token_expiring and ref.will_expire_soon(plugin.MIN_TOKEN_LIFE_SECONDS)
+    ):
+        return None
+    return redact(str(plugin.auth_url))
+
+
+def failure_error(
+    failure: Failure,
+    adapter: ks_adapter.Adapter,
+    method: str,
+    path: str,
+    consumer_uuid: str | None,
+    timeout: tuple[float, float],
+) -> PlacementError:
+    """The exception for a request that got no answer.
+
+    A read that got none is never "may have been applied": a GET or HEAD
+    changes nothing, whatever became of it.
+    """
+    where: dict[str, Any] = {"method": method, "url": path, "consumer_uuid": consumer_uuid}
+    read = method in READS
+    keystone = None
+    if failure.kind in (Kind.CONNECT, Kind.READ_TIMEOUT, Kind.LOST, Kind.ENDPOINT):
+        keystone = _authenticating_at(
+            adapter, token_expiring=failure.kind in (Kind.CONNECT, Kind.ENDPOINT)
+        )
+    # keystoneauth words an unreachable Keystone behind an auth_url with
+    # no version as a discovery failure; the connection error is below it.
+    unreachable = failure.kind is not Kind.ENDPOINT or any(
+        name.endswith((".ConnectFailure", ".ConnectTimeout")) for name in failure.cause.chain
+    )
+    if keystone is not None and unreachable:
+        # Retriable like Placement being down, but nothing reached Placement.
+        return PlacementUnavailable(
+            f"could not reach Keystone at {keystone} to authenticate "
+            f"({failure.kind.value}: {failure.detail}); nothing was sent to Placement",
+            outcome_unknown=False,
+            **where,
+        )
+    if keystone is not None:
+        return PlacementEndpointError(
+            f"Keystone at {keystone} could not be used to authenticate: {failure.detail}",
+            **where,
+        )
+    if failure.kind is Kind.AUTH:
+        return PlacementAuthError(f"authentication failed: {failure.detail}", **where)
+    if failure.kind is Kind.ENDPOINT:
+        return PlacementEndpointError(f"no Placement endpoint: {failure.detail}", **where)
+    if failure.kind is Kind.NOT_SENT:
+        return PlacementError(f"request not sent: {failure.detail}", **where)
+    if failure.kind is Kind.CONNECT:
+        return PlacementUnavailable(
+            f"could not connect to Placement: {failure.detail}", outcome_unknown=False, **where
+        )
+    if failure.kind is Kind.READ_TIMEOUT:
+        return PlacementUnavailable(
+            f"no answer from Placement within {timeout[1]:g} s (read timeout)"
+            + ("" if read else "; the request may have been applied"),
+            outcome_unknown=not read,
+            **where,
+        )
+    return PlacementUnavailable(
+        f"connection to Placement lost: {failure.detail}"
+        + ("" if read else ", the request may have been applied"),
+        outcome_unknown=not read,
+        **where,
+    )

@@ -127,8 +127,11 @@ def error_from_response(
     if status == 406 and isinstance(body, dict):
         return MicroversionUnsupported(message, **kwargs)
     if status >= 500:
-        # Any 5xx may come after the server committed: Placement's own 500
-        # can follow the database commit, and a proxy's 502/503/504/507 may
-        # hide a write the server applied. Only a read can tell.
-        return PlacementUnavailable(message, outcome_unknown=True, **kwargs)
+        # Any 5xx to a write may come after the server committed: Placement's
+        # own 500 can follow the database commit, and a proxy's 502/503/504/507
+        # may hide a write the server applied. Only a read can tell. A read
+        # changed nothing, whatever the server did with it.
+        return PlacementUnavailable(
+            message, outcome_unknown=method not in ("GET", "HEAD"), **kwargs
+        )
     return PlacementError(message, **kwargs)

@@ -13,29 +13,27 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
-import re
 import sys
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Any
 
-import requests
+import tenacity
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import session as ks_session
-from keystoneauth1.identity import base as ks_identity
 
+from reportclient._budget import GiveUp, Operation, current, operation
 from reportclient._model.microversions import CONSUMER_GENERATION_VERSION, MAX_VERSION, Microversion
 from reportclient._wire.failures import (
+    READS,
     Failure,
     Kind,
     TransportFailure,
     classify,
-    redact,
+    failure_error,
+    read_again,
     refuse_write_replays,
 )
 from reportclient._wire.negotiation import (
@@ -45,15 +43,22 @@ from reportclient._wire.negotiation import (
     parse_version,
     root_range,
 )
+from reportclient._wire.request_values import (
+    DEFAULT_POOL_SIZE,
+    DEFAULT_TIMEOUT,
+    size_pool,
+    validate_request_id,
+    validate_timeout,
+)
 from reportclient._wire.responses import error_from_response
 from reportclient.errors import (
     InvalidInput,
     MicroversionUnsupported,
-    PlacementAuthError,
-    PlacementEndpointError,
     PlacementError,
+    PlacementOverloaded,
     PlacementUnavailable,
 )
+from reportclient.retry import RetryBudget
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
@@ -68,71 +73,13 @@ __all__ = [
 
 #: One DEBUG line per request and per failure to get an answer.
 LOG = logging.getLogger("reportclient.wire")
+#: Each read sent again.
+RETRY_LOG = logging.getLogger("reportclient.retry")
 
 # Asked for on every request, as OpenStack's clients do: what comes back,
 # errors included, is then JSON wherever the server (or webob beneath it)
 # decides by the Accept header.
 _ACCEPT = {"Accept": "application/json"}
-
-#: (connect, read) seconds. A stalled server must not hold a scheduler
-#: thread forever; the read timeout is generous because a write that times
-#: out reading leaves its outcome unknown and costs a read to settle.
-DEFAULT_TIMEOUT: tuple[float, float] = (5.0, 30.0)
-
-#: Connections kept per host. requests' default (10) makes a burst of 64
-#: threads sharing one client open 54 throwaway connections ("pool is full").
-DEFAULT_POOL_SIZE = 64
-
-
-def size_pool(session: requests.Session, size: int) -> None:
-    """Mount keystoneauth's keep-alive adapter with a pool of ``size`` on ``session``.
-
-    :raises InvalidInput: unless ``size`` is an int of at least 1.
-    """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InvalidInput(f"pool_size must be an int >= 1, got {size!r}")
-    for scheme in ("http://", "https://"):
-        session.mount(scheme, ks_session.TCPKeepAliveAdapter(pool_maxsize=size))
-
-
-_GLOBAL_REQUEST_ID = re.compile(r"req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_READS = frozenset({"GET", "HEAD"})
-
-
-def _positive(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) and number > 0 else None
-
-
-def validate_timeout(value: object) -> tuple[float, float]:
-    """Return ``value`` as a (connect, read) pair of seconds.
-
-    :param value: a positive number (for both) or a pair of them.
-    :raises InvalidInput: for anything else; no timeout is not an option.
-    """
-    pair = value if isinstance(value, tuple | list) else (value, value)
-    if len(pair) == 2:
-        connect, read = _positive(pair[0]), _positive(pair[1])
-        if connect is not None and read is not None:
-            return connect, read
-    raise InvalidInput(
-        f"timeout must be a positive number of seconds or a (connect, read) pair, got {value!r}"
-    )
-
-
-def validate_request_id(value: str | None) -> str | None:
-    """Return ``value`` if it is None or a ``req-<uuid4>`` global request id.
-
-    :raises InvalidInput: otherwise; Placement would silently ignore it.
-    """
-    if value is not None and (
-        not isinstance(value, str) or not _GLOBAL_REQUEST_ID.fullmatch(value)
-    ):
-        raise InvalidInput(f"global_request_id must look like req-<uuid4>, got {value!r}")
-    return value
-
 
 # Response headers every answer keeps (requests' header lookup ignores case).
 _TIME_HEADERS = ("date", "last-modified")
@@ -154,27 +101,6 @@ def accepting_json(adapter: ks_adapter.Adapter) -> ks_adapter.Adapter:
     own = copy.copy(adapter)
     own.additional_headers = {**headers, **_ACCEPT}
     return own
-
-
-def _authenticating_at(adapter: ks_adapter.Adapter, *, token_expiring: bool) -> str | None:
-    """Keystone's URL when a request that failed must have failed on its way to Keystone.
-
-    keystoneauth gets a token before it looks Placement up or sends it
-    anything, so a failure while the identity plugin holds no token was
-    Keystone's. With ``token_expiring``, a token about to be refreshed counts
-    as none: fit for telling whom a connection failure was with, but not for
-    a lost answer, where the token may have expired since the request went
-    out and calling it Keystone's would wrongly say nothing reached Placement.
-    """
-    plugin = adapter.auth or adapter.session.auth
-    if not isinstance(plugin, ks_identity.BaseIdentityPlugin):
-        return None  # a fixed token (admin_token, noauth2): no Keystone involved
-    ref = plugin.auth_ref
-    if ref is not None and not (
-        token_expiring and ref.will_expire_soon(plugin.MIN_TOKEN_LIFE_SECONDS)
-    ):
-        return None
-    return redact(str(plugin.auth_url))
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +129,11 @@ class Transport:
         Placement's logs can be tied to the caller's.
     :param timeout: seconds, or (connect, read) seconds, for every request;
         it overrides a timeout set on the keystoneauth Session.
+    :param reads: the policy whose wait, sleep and stop pace a read sent
+        again (:meth:`request`); None sends every read once.
+    :param budget: the client's retry budget: every request outside an
+        operation is a first attempt of its own, and every read sent again
+        spends from it (:mod:`reportclient._budget`).
     :raises InvalidInput: for a malformed argument, or an adapter whose
         requests Session would replay writes (``_netfail._replays_writes``).
     """
@@ -214,8 +145,12 @@ class Transport:
         microversion: str | None = None,
         global_request_id: str | None = None,
         timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
+        reads: tenacity.Retrying | None = None,
+        budget: RetryBudget | None = None,
     ) -> None:
         self._timeout = validate_timeout(timeout)
+        self._reads = reads
+        self._budget = budget
         refuse_write_replays(adapter)
         self._adapter = accepting_json(adapter)
         self._lock = threading.Lock()
@@ -262,7 +197,9 @@ class Transport:
         except ks_exc.ClientException as exc:
             failure = classify(exc, ambient)
         if failure is not None:
-            raise self._failure_error(failure, "GET", "/", None) from failure.raised
+            raise failure_error(
+                failure, self._adapter, "GET", "/", None, self._timeout
+            ) from failure.raised
         if offered is None:
             reply = self._send("GET", "/", version=None)
             where.update(status=reply.status, request_id=reply.request_id)
@@ -301,16 +238,86 @@ class Transport:
             (see ``LEAN_VERSION``).
         :raises PlacementError: (a subclass where one fits) for any answer
             of 400 or more, and for failures to reach the server.
+        :raises PlacementOverloaded: a read that failed was not sent again,
+            the client's retry budget being spent.
+
+        A GET or HEAD that failed in a way worth another try
+        (:func:`~reportclient._wire.failures.read_again`: no connection, a
+        reset, a 502/503/504, a first read timeout) is sent again after the
+        policy's wait, unless the policy stops or the client's bounds refuse
+        (:meth:`reportclient._budget.Operation.retry`). A request outside
+        any operation is one of its own: its first try deposits in the budget.
+        A read inside one (a write's) is sent once: the engine retries the
+        attempt it belongs to.
         """
         version = self.microversion
-        return self._send(
-            method,
-            path,
-            version=version if at_most is None else min(version, at_most),
-            json=json,
-            consumer_uuid=consumer_uuid,
-            global_request_id=global_request_id,
-        )
+        sent = version if at_most is None else min(version, at_most)
+        if current() is not None or method not in READS or self._reads is None:
+            # A write is sent once; a read inside an operation is the
+            # engine's to retry, as a new attempt under the operation's policy.
+            with operation(self._budget):
+                return self._send(
+                    method,
+                    path,
+                    version=sent,
+                    json=json,
+                    consumer_uuid=consumer_uuid,
+                    global_request_id=global_request_id,
+                )
+        with operation(self._budget) as this:
+            return self._read(this, self._reads, method, path, sent, global_request_id)
+
+    def _read(
+        self,
+        this: Operation,
+        policy: tenacity.Retrying,
+        method: str,
+        path: str,
+        version: Microversion,
+        global_request_id: str | None,
+    ) -> Reply:
+        """Send a read, and again while it is worth it and the bounds allow."""
+        state = tenacity.RetryCallState(policy, None, (), {})
+        timeouts = 0
+        while True:
+            failed: list[Kind] = []
+            try:
+                return self._send(
+                    method,
+                    path,
+                    version=version,
+                    global_request_id=global_request_id,
+                    failed=failed,
+                )
+            except PlacementUnavailable as exc:
+                kind = failed[-1] if failed else None
+                timeouts += kind is Kind.READ_TIMEOUT
+                if not read_again(
+                    status=exc.status, kind=kind, attempt=state.attempt_number, timeouts=timeouts
+                ):
+                    raise
+                state.set_exception((type(exc), exc, exc.__traceback__))
+                why = this.retry(policy_stops=bool(policy.stop(state)), cost=1)
+                if why is GiveUp.BUDGET:
+                    raise PlacementOverloaded(
+                        f"{method} {path} not sent again: {why.value} "
+                        f"(Placement is overloaded; last answer: {exc.message})",
+                        last=exc,
+                    ) from exc
+                if why is not None:
+                    raise
+                delay = float(policy.wait(state))
+                RETRY_LOG.warning(
+                    "%s %s: try %d failed: %s (request %s); sending again in %.3fs",
+                    method,
+                    path,
+                    state.attempt_number,
+                    exc.message,
+                    exc.request_id,
+                    delay,
+                )
+                policy.sleep(delay)
+                state.prepare_for_next_attempt()
 
     def send_raw(
         self,
@@ -331,15 +338,17 @@ class Transport:
         :param version: send at exactly this version (default: the one in use).
         :param timeout: (connect, read) seconds for this request only.
         """
-        return self._send(
-            method,
-            path,
-            version=self.microversion if version is None else version,
-            json=json,
-            global_request_id=global_request_id,
-            timeout=timeout,
-            with_headers=True,
-        )
+        sent = self.microversion if version is None else version
+        with operation(self._budget):  # its own first attempt, unless the caller's loop is one
+            return self._send(
+                method,
+                path,
+                version=sent,
+                json=json,
+                global_request_id=global_request_id,
+                timeout=timeout,
+                with_headers=True,
+            )
 
     def _send(
         self,
@@ -352,9 +361,14 @@ class Transport:
         global_request_id: str | None = None,
         timeout: tuple[float, float] | None = None,
         with_headers: bool = False,
+        failed: list[Kind] | None = None,
     ) -> Reply:
+        """Send one request; ``failed`` hears the kind of a failure that got no answer."""
+        this = current()
+        if this is not None:
+            this.requests += 1
         kwargs: dict[str, Any] = {"raise_exc": False, "timeout": timeout or self._timeout}
-        if method not in _READS:
+        if method not in READS:
             # A write is sent once; whether to send it again is the client's call.
             kwargs["connect_retries"] = 0
             kwargs["status_code_retries"] = 0
@@ -388,8 +402,10 @@ class Transport:
                 failure.kind.value,
                 " <- ".join(name.rpartition(".")[2] for name in failure.cause.chain),
             )
-            raise self._failure_error(
-                failure, method, path, consumer_uuid, timeout or self._timeout
+            if failed is not None:
+                failed.append(failure.kind)
+            raise failure_error(
+                failure, self._adapter, method, path, consumer_uuid, timeout or self._timeout
             ) from failure.raised
         elapsed = (time.perf_counter() - started) * 1000
         # Placement 16.0.0 sends only the x- spelling; proxies may rename it.
@@ -443,60 +459,3 @@ class Transport:
             if name.lower() not in _UNSAFE_HEADERS
         }
         return Reply(resp.status_code, body, request_id, headers)
-
-    def _failure_error(
-        self,
-        failure: Failure,
-        method: str,
-        path: str,
-        consumer_uuid: str | None,
-        timeout: tuple[float, float] | None = None,
-    ) -> PlacementError:
-        """The exception for a request that got no answer."""
-        where: dict[str, Any] = {"method": method, "url": path, "consumer_uuid": consumer_uuid}
-        keystone = None
-        if failure.kind in (Kind.CONNECT, Kind.READ_TIMEOUT, Kind.LOST, Kind.ENDPOINT):
-            keystone = _authenticating_at(
-                self._adapter, token_expiring=failure.kind in (Kind.CONNECT, Kind.ENDPOINT)
-            )
-        # keystoneauth words an unreachable Keystone behind an auth_url with
-        # no version as a discovery failure; the connection error is below it.
-        unreachable = failure.kind is not Kind.ENDPOINT or any(
-            name.endswith((".ConnectFailure", ".ConnectTimeout")) for name in failure.cause.chain
-        )
-        if keystone is not None and unreachable:
-            # Retriable like Placement being down, but nothing reached Placement.
-            return PlacementUnavailable(
-                f"could not reach Keystone at {keystone} to authenticate "
-                f"({failure.kind.value}: {failure.detail}); nothing was sent to Placement",
-                outcome_unknown=False,
-                **where,
-            )
-        if keystone is not None:
-            return PlacementEndpointError(
-                f"Keystone at {keystone} could not be used to authenticate: {failure.detail}",
-                **where,
-            )
-        if failure.kind is Kind.AUTH:
-            return PlacementAuthError(f"authentication failed: {failure.detail}", **where)
-        if failure.kind is Kind.ENDPOINT:
-            return PlacementEndpointError(f"no Placement endpoint: {failure.detail}", **where)
-        if failure.kind is Kind.NOT_SENT:
-            return PlacementError(f"request not sent: {failure.detail}", **where)
-        if failure.kind is Kind.CONNECT:
-            return PlacementUnavailable(
-                f"could not connect to Placement: {failure.detail}", outcome_unknown=False, **where
-            )
-        if failure.kind is Kind.READ_TIMEOUT:
-            return PlacementUnavailable(
-                f"no answer from Placement within {(timeout or self._timeout)[1]:g} s "
-                "(read timeout); "
-                "the request may have been applied",
-                outcome_unknown=True,
-                **where,
-            )
-        return PlacementUnavailable(
-            f"connection to Placement lost: {failure.detail}, the request may have been applied",
-            outcome_unknown=True,
-            **where,
-        )

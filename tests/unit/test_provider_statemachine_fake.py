@@ -26,7 +26,7 @@ from keystoneauth1 import token_endpoint
 
 import reportclient
 from reportclient import Inventory
-from reportclient._engine import guarded_write
+from reportclient._engine import attempts
 from reportclient.fixture import FakePlacement, RequestRecord
 from tests.provider_model import (
     GPU,
@@ -173,7 +173,7 @@ def test_provider_state_machine_on_the_fake(
     # The contention fault moves the generation after every read, forever: a
     # small budget of untouched retries (pinned in test_untouched_retries.py)
     # keeps each such operation short; the invariants do not depend on it.
-    monkeypatch.setattr(guarded_write, "UNTOUCHED_RETRIES", 2)
+    monkeypatch.setattr(attempts, "UNTOUCHED_RETRIES", 2)
     variant = f"cache_ttl={ttl:g}"
     run_state_machine_as_test(
         lambda: ProviderMachine(FakeBackend(), ttl, stats, variant),  # type: ignore[arg-type]

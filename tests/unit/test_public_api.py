@@ -5,6 +5,9 @@ from __future__ import annotations
 import reportclient
 
 EXPECTED = {
+    "MAX_REQUESTS",
+    "PlacementOverloaded",
+    "RetryBudget",
     "CannotDeleteParent",
     "DuplicateName",
     "InventoryInUse",

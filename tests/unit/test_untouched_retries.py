@@ -6,8 +6,10 @@ aggregate writes conflict without anyone touching those fields. The engine
 re-reads after such a conflict; when the field is as the write found it, the
 write goes again at once and the policy's attempt count does not move
 (issue 21: with 12 counted attempts, 0-43% of writes finished beside 100
-claims/s). The policy's deadline and the engine's own bound
-(``UNTOUCHED_RETRIES``) still end it; a single-attempt policy gets one.
+claims/s). The policy's deadline, the engine's own bound
+(``UNTOUCHED_RETRIES``), the request bound and the client's retry budget
+(issue 37, tests/unit/test_retry_budget.py) still end it; a single-attempt
+policy gets one.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 import requests_mock
 
 import reportclient
-from reportclient._engine import guarded_write
+from reportclient._engine import attempts
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
 from tests.unit.conftest import URL, error_body, new_uuid
 
@@ -61,7 +63,8 @@ def test_claims_beyond_the_policys_attempts_do_not_starve_a_field_write(
     sleeps: list[float] = []
     policy = reportclient.default_retry(attempts=3, sleep=sleeps.append, rand=lambda: 0.5)
     providers = client_for(fake, policy).providers
-    claims_after_reads(fake, rp, reads=20)  # 20 conflicts, far beyond 3 attempts
+    # 10 conflicts, far beyond 3 attempts, within the request bound (1 + 2 per conflict + 1)
+    claims_after_reads(fake, rp, reads=10)
 
     if write == "set_inventory":
         providers.set_inventory(rp, "MEMORY_MB", 1024)
@@ -74,9 +77,9 @@ def test_claims_beyond_the_policys_attempts_do_not_starve_a_field_write(
         providers.set_aggregates(rp, [agg])
         assert fake.aggregates(rp) == {agg}
 
-    assert puts(fake)[:20] == [409] * 20 and len(puts(fake)) == 21
-    assert sleeps == [0.0] * 20  # never a contention backoff
-    assert fake.usages(rp)["VCPU"] == 20  # the claims all landed, untouched
+    assert puts(fake)[:10] == [409] * 10 and len(puts(fake)) == 11
+    assert sleeps == [0.0] * 10  # never a contention backoff
+    assert fake.usages(rp)["VCPU"] == 10  # the claims all landed, untouched
 
 
 def test_real_contention_on_the_field_still_counts_and_backs_off(
@@ -106,7 +109,7 @@ def test_untouched_retries_are_bounded_by_the_engine(
     fake: FakePlacement, rp: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A generation that moves after every read, forever: counted attempts + the bound."""
-    monkeypatch.setattr(guarded_write, "UNTOUCHED_RETRIES", 5)
+    monkeypatch.setattr(attempts, "UNTOUCHED_RETRIES", 5)
     policy = reportclient.default_retry(attempts=3, sleep=lambda s: None)
     providers = client_for(fake, policy).providers
     claims_after_reads(fake, rp, reads=None)

@@ -1,0 +1,443 @@
+"""Claims offered around Placement's capacity, beside provider writers on the same providers.
+
+Issue 37's benchmark. On the production shape (a PlacementCluster: gunicorn workers over
+MariaDB or PostgreSQL) it first measures the capacity: fresh claims per second from 16
+threads of one reportclient client, closed loop, on a set of providers; twice, so the
+spread between the two is the run's noise floor (nova's capacity the same way when nova is
+installed). Then, per client (reportclient, then nova's ``SchedulerReportClient``), per
+factor (0.5x, 0.8x, 1x, 2x that capacity): claims are offered open loop at the factor's
+rate on a fresh set of providers (a scheduler's client, 16 threads; a claim not begun by
+the end of the cell is not sent and counts as not served), while three compute agents,
+each with its own client, write the same providers as fast as they can: ``set_inventory``,
+``set_traits`` and ``reconcile`` with the agent setting (nova: ``set_inventory_for_provider``,
+``set_traits_for_provider``, ``update_from_provider_tree``, each redriven up to 4 times as
+nova's callers do). Every cell is a few seconds.
+
+Columns, for the claims and for the writers of each cell: success (of offered claims, of
+writes begun), p50/p99 of the successful ones (a claim's from when it was offered),
+requests per successful operation, retries per first attempt (writes sent per operation
+begun, less one), goodput (successful writes per second, claims and provider writes) and
+Placement's CPU per successful write. Nothing lost: after each cell every provider's VCPU
+usage must lie between the claims reported done and those plus the ones whose outcome was
+reported unknown, and each writer's last reported write must be what Placement holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import reportclient
+from bench.cells.cluster import cluster_cpu_seconds
+from bench.drivers.allocations import NovaDriver, NovaUnavailable, load_nova
+from bench.fleet import WINDOW
+from bench.support.common import (
+    MICROVERSION,
+    PROJECT,
+    USER,
+    full_inventory,
+    keepalive_pool,
+    make_adapter,
+    percentile,
+    quiet_logging,
+)
+from reportclient import PlacementClient, ProviderSpec
+from reportclient.testing import PlacementCluster
+
+FACTORS = (0.5, 0.8, 1.0, 2.0)
+CLAIM_THREADS = 16
+PROVIDERS = 4
+TOTAL = 10_000_000
+RC, NOVA = "reportclient", "nova"
+WRITERS = {
+    RC: ("set_inventory", "set_traits", "reconcile agent"),
+    NOVA: ("set_inventory_for_provider", "set_traits_for_provider", "update_from_provider_tree"),
+}
+
+
+@dataclass
+class Tally:
+    """One kind of operation in one cell."""
+
+    begun: int = 0
+    done: list[float] = field(default_factory=list)
+    unknown: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, began: float, error: BaseException | None) -> None:
+        with self.lock:
+            if error is None:
+                self.done.append(time.perf_counter() - began)
+            elif isinstance(error, reportclient.OutcomeUnknown):
+                self.unknown += 1
+                self.errors["OutcomeUnknown"] += 1
+            else:
+                self.errors[type(error).__name__] += 1
+
+
+def _traits(k: int) -> list[str]:
+    return ["HW_CPU_X86_AVX2"] if k % 2 else ["HW_CPU_X86_SSE"]
+
+
+class Agent:
+    """One compute agent writing one provider as fast as it can, with its own client."""
+
+    def __init__(self, kind: str, writer: str, url: str, token: str, rp: str, nova: Any) -> None:
+        self.kind, self.writer, self.rp, self.nova = kind, writer, rp, nova
+        self.name = f"sat-{rp[:8]}"
+        self.wire = make_adapter(url, token, raise_exc=kind == RC)
+        self.context = SimpleNamespace(global_id=None)
+        if kind == RC:
+            self.client: Any = PlacementClient(self.wire, microversion=MICROVERSION)
+        else:
+            self.client = nova.SchedulerReportClient(adapter=self.wire)
+        self.tally = Tally()
+        self.landed = 0
+
+    def write(self, k: int) -> None:
+        inventory = {"VCPU": full_inventory(TOTAL + k)}
+        if self.kind == RC:
+            providers = self.client.providers
+            if self.writer == "set_inventory":
+                providers.set_inventory(self.rp, "VCPU", inventory["VCPU"])
+            elif self.writer == "set_traits":
+                providers.set_traits(self.rp, _traits(k))
+            else:
+                spec = ProviderSpec(self.rp, self.name, inventories=inventory, traits=_traits(0))
+                providers.reconcile([spec], max_staleness=WINDOW)
+            return
+        conflict = self.nova.exception.ResourceProviderUpdateConflict
+        for attempt in range(4):  # _update_to_placement's @retrying.retry
+            try:
+                tree = self.client.get_provider_tree_and_ensure_root(
+                    self.context, self.rp, name=self.name
+                )
+                if self.writer == "set_inventory_for_provider":
+                    self.client.set_inventory_for_provider(self.context, self.rp, inventory)
+                elif self.writer == "set_traits_for_provider":
+                    self.client.set_traits_for_provider(self.context, self.rp, _traits(k))
+                else:
+                    tree.update_inventory(self.rp, inventory)
+                    self.client.update_from_provider_tree(self.context, tree)
+                return
+            except conflict:
+                if attempt == 3:
+                    raise
+
+    def run(self, stop: threading.Event) -> None:
+        k = 1
+        while not stop.is_set():
+            k += 1
+            began = time.perf_counter()
+            self.tally.begun += 1
+            try:
+                self.write(k)
+            except Exception as exc:  # a benchmark counts every failure, by its type
+                self.tally.record(began, exc)
+                continue
+            self.tally.record(began, None)
+            self.landed = k
+
+    def holds(self, admin: PlacementClient) -> bool:
+        """The last write reported done is what Placement holds."""
+        if self.landed == 0:
+            return True
+        if "traits" in self.writer:
+            return set(admin.providers.get_traits(self.rp).traits) == set(_traits(self.landed))
+        total = admin.providers.get_inventories(self.rp).inventories["VCPU"].total
+        return bool(total == TOTAL + self.landed)
+
+
+class Claims:
+    """A scheduler's client claiming one VCPU for a new consumer on a random provider."""
+
+    def __init__(self, kind: str, url: str, token: str, providers: list[str], nova: Any) -> None:
+        self.kind, self.providers = kind, providers
+        if kind == RC:
+            self.wire = make_adapter(url, token)
+            self.client: Any = PlacementClient(self.wire, microversion=MICROVERSION)
+        else:
+            self.nova = NovaDriver(nova, url, token)  # claim_resources as nova's scheduler
+            self.wire, self.client = self.nova.wire, self.nova.client
+        keepalive_pool(self.wire.session.session, CLAIM_THREADS)
+        self.tally = Tally()
+        self.offered = 0
+        self.per_provider: Counter[str] = Counter()
+        self.unknown_on: Counter[str] = Counter()
+
+    def claim(self, offered: float) -> None:
+        consumer, rp = str(uuid.uuid4()), random.choice(self.providers)
+        with self.tally.lock:
+            self.tally.begun += 1
+        try:
+            if self.kind == RC:
+                self.client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+            else:
+                self.nova.claim(consumer, rp)
+        except Exception as exc:  # a benchmark counts every failure, by its type
+            self.tally.record(offered, exc)
+            if isinstance(exc, reportclient.OutcomeUnknown):
+                with self.tally.lock:
+                    self.unknown_on[rp] += 1
+            return
+        self.tally.record(offered, None)
+        with self.tally.lock:
+            self.per_provider[rp] += 1
+
+
+def closed_loop(claims: Claims, seconds: float) -> float:
+    """Claims per second done by ``CLAIM_THREADS`` threads claiming back to back."""
+    end = time.perf_counter() + seconds
+
+    def loop() -> None:
+        while time.perf_counter() < end:
+            claims.claim(time.perf_counter())
+
+    threads = [threading.Thread(target=loop) for _ in range(CLAIM_THREADS)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return len(claims.tally.done) / (time.perf_counter() - began)
+
+
+def open_loop(claims: Claims, rate: float, seconds: float) -> None:
+    """Offer claims at ``rate``/s for ``seconds``; one not begun by the end is not sent."""
+    end = time.perf_counter() + seconds
+    offered = 0
+    with ThreadPoolExecutor(CLAIM_THREADS) as pool:
+
+        def one(at: float) -> None:
+            if time.perf_counter() < end:
+                claims.claim(at)
+
+        start = time.perf_counter()
+        while True:
+            due = start + offered / rate
+            if due >= end:
+                break
+            delay = due - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            pool.submit(one, due)
+            offered += 1
+    claims.offered = offered
+
+
+def make_providers(admin: PlacementClient, n: int) -> list[str]:
+    providers = [str(uuid.uuid4()) for _ in range(n)]
+    admin.providers.reconcile(
+        [
+            ProviderSpec(rp, f"sat-{rp[:8]}", inventories={"VCPU": full_inventory(TOTAL)})
+            for rp in providers
+        ]
+    )
+    return providers
+
+
+def refused(client: Any) -> int:
+    """Retries the client's budget refused so far (0 for nova's client)."""
+    budget = getattr(getattr(client, "_core", None), "budget", None)
+    return budget.stats().refused if budget is not None else 0
+
+
+def _ms(values: list[float], q: float) -> str:
+    return f"{percentile(values, q) * 1000:.0f}" if values else "-"
+
+
+@dataclass
+class Row:
+    """One line of the table: one kind of operation in one cell."""
+
+    kind: str
+    factor: float
+    what: str
+    begun: int
+    tally: Tally
+    counts: Counter[str]
+    refused: int
+
+    @property
+    def retries_per_first(self) -> float:
+        """Writes sent beyond one per operation begun, per operation begun."""
+        writes = self.counts["PUT"] + self.counts["POST"]
+        return max(writes - self.tally.begun, 0) / max(self.tally.begun, 1)
+
+    def cells(self, goodput: float, cpu_per_write: float) -> list[str]:
+        done = self.tally.done
+        return [
+            self.kind,
+            f"{self.factor:g}x",
+            self.what,
+            str(self.begun),
+            f"{len(done) / max(self.begun, 1):.0%}",
+            f"{_ms(done, 50)}/{_ms(done, 99)}",
+            f"{sum(self.counts.values()) / max(len(done), 1):.2f}",
+            f"{self.retries_per_first:.2f}",
+            f"{goodput:.1f}",
+            f"{cpu_per_write * 1000:.1f}",
+            ", ".join(f"{k} {v}" for k, v in sorted(self.tally.errors.items())) or "-",
+            str(self.refused) if self.kind == RC else "-",
+        ]
+
+
+def cell(
+    cluster: PlacementCluster,
+    admin: PlacementClient,
+    kind: str,
+    factor: float,
+    rate: float,
+    seconds: float,
+    nova: Any,
+) -> tuple[list[Row], float, float, int]:
+    """One cell: rows, goodput, CPU per successful write, read-back differences."""
+    providers = make_providers(admin, PROVIDERS)
+    claims = Claims(kind, cluster.url, cluster.token, providers, nova)
+    agents = [
+        Agent(kind, writer, cluster.url, cluster.token, providers[i], nova)
+        for i, writer in enumerate(WRITERS[kind])
+    ]
+    for agent in agents:  # warm: each agent learns its provider
+        agent.write(1)
+        agent.landed, agent.tally = 1, Tally()
+        agent.wire.counts.clear()
+    stop = threading.Event()
+    threads = [threading.Thread(target=a.run, args=(stop,)) for a in agents]
+    cpu0, began = cluster_cpu_seconds(cluster), time.perf_counter()
+    for t in threads:
+        t.start()
+    open_loop(claims, rate, seconds)
+    stop.set()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - began
+    cpu = cluster_cpu_seconds(cluster) - cpu0
+    bad = 0
+    usages = {rp: admin.get_provider_usages(rp).usages.get("VCPU", 0) for rp in providers}
+    for rp in providers:
+        done, unknown = claims.per_provider[rp], claims.unknown_on[rp]
+        if not done <= usages[rp] <= done + unknown:
+            print(f"  LOST: {rp} holds {usages[rp]}, {done} claims done", file=sys.stderr)
+            bad += 1
+    for agent in agents:
+        if not agent.holds(admin):
+            print(f"  LOST: {agent.writer}'s last write is not held", file=sys.stderr)
+            bad += 1
+    what = f"claims ({rate:.0f}/s offered)"
+    rows = [Row(kind, factor, what, claims.offered, claims.tally, claims.wire.counts, 0)]
+    rows += [
+        Row(kind, factor, a.writer, a.tally.begun, a.tally, a.wire.counts, refused(a.client))
+        for a in agents
+    ]
+    rows[0].refused = refused(claims.client)
+    successes = sum(len(r.tally.done) for r in rows)
+    return rows, successes / elapsed, cpu / max(successes, 1), bad
+
+
+HEADERS = [
+    "client",
+    "load",
+    "operation",
+    "offered/begun",
+    "success",
+    "p50/p99 ms",
+    "requests/success",
+    "retries/first",
+    "goodput/s",
+    "CPU ms/write",
+    "errors",
+    "budget refused",
+]
+
+
+def table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
+    rule = "  ".join("=" * w for w in widths)
+    line = [rule, "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True)), rule]
+    line += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return [*line, rule]
+
+
+def run_database(
+    database: str, workers: int, cap_seconds: float, seconds: float, nova: Any
+) -> tuple[list[str], int]:
+    out: list[str] = []
+    with PlacementCluster(database, workers=workers) as cluster:
+        admin = PlacementClient(make_adapter(cluster.url, cluster.token), microversion=MICROVERSION)
+        capacities = []
+        for _ in range(2):
+            claims = Claims(RC, cluster.url, cluster.token, make_providers(admin, PROVIDERS), nova)
+            capacities.append(closed_loop(claims, cap_seconds))
+        capacity = sum(capacities) / len(capacities)
+        spread = abs(capacities[0] - capacities[1]) / capacity
+        line = (
+            f"{database}, {workers} gunicorn workers: capacity "
+            f"{capacities[0]:.1f} and {capacities[1]:.1f} fresh claims/s "
+            f"(reportclient, {CLAIM_THREADS} threads closed loop; noise floor {spread:.0%})"
+        )
+        if nova is not None:
+            claims = Claims(
+                NOVA, cluster.url, cluster.token, make_providers(admin, PROVIDERS), nova
+            )
+            line += f"; nova {closed_loop(claims, cap_seconds):.1f}"
+        print(line, file=sys.stderr, flush=True)
+        out.append(line)
+        rows: list[list[str]] = []
+        bad = 0
+        for kind in [RC] + ([NOVA] if nova is not None else []):
+            for factor in FACTORS:
+                cell_rows, goodput, per_write, lost = cell(
+                    cluster, admin, kind, factor, capacity * factor, seconds, nova
+                )
+                bad += lost
+                for row in cell_rows:
+                    rows.append(row.cells(goodput, per_write))
+                    print("  " + " | ".join(rows[-1]), file=sys.stderr, flush=True)
+        out += ["", *table(rows)]
+    return out, bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench saturation", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--databases", default="mariadb,postgresql")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--capacity-seconds", type=float, default=5.0)
+    parser.add_argument("--cell-seconds", type=float, default=6.0)
+    parser.add_argument("--quick", action="store_true", help="2 s cells, 3 s capacity")
+    parser.add_argument("--without-nova", action="store_true")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.capacity_seconds, args.cell_seconds = 3.0, 2.0
+    random.seed(1)
+    quiet_logging()
+    nova = None
+    if not args.without_nova:
+        try:
+            nova, version = load_nova()
+        except NovaUnavailable as exc:
+            print(f"nova: {exc}", file=sys.stderr)
+        else:
+            print(f"nova {version}", file=sys.stderr)
+    began = time.perf_counter()
+    bad = 0
+    for database in args.databases.split(","):
+        lines, lost = run_database(
+            database, args.workers, args.capacity_seconds, args.cell_seconds, nova
+        )
+        bad += lost
+        print("\n".join(["", *lines]), flush=True)
+    print(f"\n{time.perf_counter() - began:.0f} s; read-back differences: {bad}")
+    return 1 if bad else 0

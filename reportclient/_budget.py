@@ -1,0 +1,239 @@
+"""The client's retry budget, and the bounds every operation's retries meet.
+
+A retry is more load on a Placement that is already failing or behind: the
+issue-37 measurement (claims offered at 100/s beside provider writers, on a
+Placement that served 49-56/s) had writers re-sending for their whole 30 s
+deadline, 70-150 conflicts each, and one ``set_inventory`` under a policy
+of ``stop_after_attempt(3)`` sent 253 PUTs and 254 GETs. Two bounds close
+that, whatever policy the caller passes:
+
+* **the budget** (Finagle's ``RetryBudget``, gRPC's ``retryThrottling``,
+  the AWS SDKs' adaptive mode): each operation's first attempt deposits one
+  token, each retry of any operation (a write's next attempt, counted by the
+  policy or not, or a read sent again) withdraws one. Over the last
+  ``window`` seconds the retries may number ``ratio`` x first attempts plus
+  ``floor`` x ``window``, the floor being what a quiet client may always
+  spend. When Placement is healthy a client retries far less than that and
+  never notices; when it is saturated the budget turns the client's extra
+  load into failures it reports at once (:class:`~reportclient.errors.
+  PlacementOverloaded`) instead of requests the server must still refuse;
+* **the request bound** (:data:`MAX_REQUESTS`): no retry starts that could
+  take one operation past that many requests.
+
+The decision is :func:`next_retry`, pure; :class:`RetryBudget` keeps the
+counts under a lock; :func:`operation` marks the requests of one operation
+so that its reads, retried or not, deposit nothing of their own.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from reportclient.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_BUDGET_FLOOR",
+    "DEFAULT_BUDGET_RATIO",
+    "DEFAULT_BUDGET_WINDOW",
+    "MAX_REQUESTS",
+    "BudgetStats",
+    "GiveUp",
+    "Operation",
+    "RetryBudget",
+    "allows",
+    "current",
+    "next_retry",
+    "operation",
+]
+
+#: Retries allowed per first attempt (Finagle's ``percentCanRetry``).
+DEFAULT_BUDGET_RATIO = 0.2
+#: Retries per second a client may always spend, however few its first
+#: attempts: ``floor x window`` is 12, so a compute agent that writes once
+#: a minute can still spend one operation's whole default policy (12
+#: attempts, 11 retries) on the conflicts it meets.
+DEFAULT_BUDGET_FLOOR = 1.2
+#: Seconds over which first attempts and retries are counted.
+DEFAULT_BUDGET_WINDOW = 10.0
+#: Most requests one operation sends, whatever its policy: no retry starts
+#: that could take it past this. An attempt sends at most three (a read,
+#: the write, a read after its conflict or its lost answer).
+MAX_REQUESTS = 32
+#: Requests one attempt of a write may send; a read's is one.
+WRITE_ATTEMPT_REQUESTS = 3
+# Buckets per window: a deposit leaves the count within a tenth of a window.
+_BUCKETS = 10
+
+
+class GiveUp(enum.Enum):
+    """Why an operation gets no further retry."""
+
+    POLICY = "the retry policy stopped"
+    BOUND = f"the operation reached its bound of {MAX_REQUESTS} requests"
+    BUDGET = "the client's retry budget is spent"
+
+
+def allows(first_attempts: int, retries: int, *, ratio: float, floor: float, window: float) -> bool:
+    """Whether one more retry keeps a window's retries within its budget.
+
+    :param first_attempts: operations begun in the window.
+    :param retries: retries already made in it.
+    """
+    return retries + 1 <= ratio * first_attempts + floor * window
+
+
+def next_retry(*, policy_stops: bool, requests: int, cost: int, bound: int) -> GiveUp | None:
+    """Before a retry: why not (None: ask the budget, then go).
+
+    The policy is asked first, so that a policy's own stop is never reported
+    as overload, and the budget last, since asking it spends a token.
+
+    :param requests: requests the operation has sent so far.
+    :param cost: most requests the next attempt may send.
+    """
+    if policy_stops:
+        return GiveUp.POLICY
+    if requests + cost > bound:
+        return GiveUp.BOUND
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStats:
+    """Totals since the budget was made (the benchmark's retries per first attempt)."""
+
+    first_attempts: int
+    retries: int
+    refused: int
+
+
+class RetryBudget:
+    """First attempts and retries over a sliding window; thread-safe, shared by a client.
+
+    :param ratio: retries allowed per first attempt (0.2: one in five).
+    :param floor: retries per second allowed however few the first attempts.
+    :param window: seconds over which both are counted.
+    :param clock: monotonic seconds; tests pass a fake.
+    :raises InvalidInput: for a negative or non-finite number, or a window
+        that is not positive.
+    """
+
+    def __init__(
+        self,
+        ratio: float = DEFAULT_BUDGET_RATIO,
+        floor: float = DEFAULT_BUDGET_FLOOR,
+        *,
+        window: float = DEFAULT_BUDGET_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        for name, value in (("ratio", ratio), ("floor", floor), ("window", window)):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise InvalidInput(f"retry budget {name} must be a number >= 0, got {value!r}")
+        if window <= 0:
+            raise InvalidInput(f"retry budget window must be > 0 seconds, got {window!r}")
+        self.ratio = float(ratio)
+        self.floor = float(floor)
+        self.window = float(window)
+        self._clock = clock
+        self._lock = threading.Lock()
+        # [bucket index, first attempts, retries], oldest first.
+        self._buckets: deque[list[int]] = deque()
+        self._totals = [0, 0, 0]
+
+    def __repr__(self) -> str:
+        return f"<RetryBudget ratio={self.ratio:g} floor={self.floor:g}/s window={self.window:g}s>"
+
+    def _bucket(self) -> list[int]:
+        index = math.floor(self._clock() * _BUCKETS / self.window)
+        while self._buckets and self._buckets[0][0] <= index - _BUCKETS:
+            self._buckets.popleft()
+        if not self._buckets or self._buckets[-1][0] != index:
+            self._buckets.append([index, 0, 0])
+        return self._buckets[-1]
+
+    def deposit(self) -> None:
+        """An operation's first attempt: one more retry in five (by default) allowed."""
+        with self._lock:
+            self._bucket()[1] += 1
+            self._totals[0] += 1
+
+    def try_withdraw(self) -> bool:
+        """Spend one retry if the window allows it; False (nothing spent) if not."""
+        with self._lock:
+            bucket = self._bucket()
+            firsts = sum(b[1] for b in self._buckets)
+            retries = sum(b[2] for b in self._buckets)
+            if not allows(firsts, retries, ratio=self.ratio, floor=self.floor, window=self.window):
+                self._totals[2] += 1
+                return False
+            bucket[2] += 1
+            self._totals[1] += 1
+            return True
+
+    def stats(self) -> BudgetStats:
+        """First attempts, retries and refused retries since the budget was made."""
+        with self._lock:
+            return BudgetStats(*self._totals)
+
+
+@dataclass(slots=True)
+class Operation:
+    """The requests of one operation so far, and the budget its retries spend."""
+
+    budget: RetryBudget | None
+    requests: int = 0
+    #: Why the last retry was refused, once one was.
+    refused: GiveUp | None = None
+
+    def retry(self, *, policy_stops: bool, cost: int) -> GiveUp | None:
+        """Decide a retry (:func:`next_retry`), spending from the budget if it goes."""
+        reason = next_retry(
+            policy_stops=policy_stops, requests=self.requests, cost=cost, bound=MAX_REQUESTS
+        )
+        if reason is None and self.budget is not None and not self.budget.try_withdraw():
+            reason = GiveUp.BUDGET
+        if reason is not GiveUp.POLICY:
+            self.refused = reason
+        return reason
+
+
+_CURRENT: ContextVar[Operation | None] = ContextVar("reportclient_operation", default=None)
+
+
+def current() -> Operation | None:
+    """The operation the calling thread is in, if any."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def operation(budget: RetryBudget | None) -> Iterator[Operation]:
+    """Run an operation: its first attempt deposits, and its requests are counted.
+
+    Inside another operation (a write's read, a callback writing through the
+    same client) the outer one is yielded: one deposit, one count, one bound.
+    """
+    outer = _CURRENT.get()
+    if outer is not None:
+        yield outer
+        return
+    if budget is not None:
+        budget.deposit()
+    this = Operation(budget)
+    token = _CURRENT.set(this)
+    try:
+        yield this
+    finally:
+        _CURRENT.reset(token)
