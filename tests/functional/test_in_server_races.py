@@ -140,3 +140,31 @@ def test_only_the_consumer_s_own_race_reads_as_contention_on_it() -> None:
     assert answered(exception.ConcurrentUpdateDetected).consumer_moved
     assert not answered(exception.ResourceProviderConcurrentUpdateDetected).consumer_moved
     assert not answered(exception.ResourceProviderConcurrentUpdateDetected).consumer_conflict
+
+
+def test_an_empty_write_deletes_a_write_that_landed_after_its_generation_check(
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    inside_the_write: Callable[[Callable[[Any], None]], None],
+) -> None:
+    """The shelve race's offload (empty, generation 1) against the unshelve (generation 1).
+
+    Exactly one of the two should win. With the unshelve landing between the offload's
+    generation check and its re-read, both answer 204 and the consumer is gone.
+    """
+    source = placement_admin.create_provider(inventory={"VCPU": 8})
+    target = placement_admin.create_provider(inventory={"VCPU": 8})
+    consumer = new_id()
+    path = f"/allocations/{consumer}"
+    assert placement_admin.put_allocations(consumer, raw_body({source: {"VCPU": 1}}, None)).ok
+    unshelve: list[Any] = []
+
+    def unshelved(ctx: Any) -> None:
+        unshelve.append(send(real_placement, "PUT", path, raw_body({target: {"VCPU": 1}}, 1)))
+
+    inside_the_write(unshelved)
+    offload = send(real_placement, "PUT", path, raw_body({}, 1))
+
+    assert [unshelve[0].status_code, offload.status_code] == [204, 204], offload.text
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert placement_admin.usages(target) == {"VCPU": 0}
