@@ -108,8 +108,9 @@ class _GlobalRequestId(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         from oslo_context import context
 
-        current = context.get_current()
-        record.global_request_id = getattr(current, "global_request_id", None) or "-"
+        if not hasattr(record, "global_request_id"):  # a line may name its request itself
+            current = context.get_current()
+            record.global_request_id = getattr(current, "global_request_id", None) or "-"
         return True
 
 
@@ -128,12 +129,16 @@ def log_evidence() -> None:
     ...`` and ``Performing DB retry for function ...``), which re-sends state the failed
     attempt changed, and the allocation handler deleting a consumer it created once the
     write failed (``placement.handlers.allocation``: ``Deleted auto-created consumer with
-    consumer UUID ...``), whoever wrote to it meanwhile. Each line carries the global
-    request id the client sent. Nothing else, so a host's log stays small.
+    consumer UUID ...``), whoever wrote to it meanwhile; and an empty allocation write whose
+    generation check and re-read saw different generations (:func:`_log_reread_generation`).
+    Each line carries the global request id the client sent. Nothing else, so a host's log
+    stays small.
     """
+    _log_reread_generation()
     for name, only in (
         ("oslo_db.api", None),
         ("placement.handlers.allocation", _ConsumerCleanup()),
+        (REREAD_LOGGER, None),
     ):
         handler = logging.StreamHandler()
         handler.addFilter(_GlobalRequestId())
@@ -146,3 +151,49 @@ def log_evidence() -> None:
         logger.setLevel(logging.DEBUG)
         logger.addHandler(handler)
         logger.propagate = False
+
+
+#: The logger :func:`_log_reread_generation` writes to (through :func:`log_evidence`'s handler).
+REREAD_LOGGER = "reportclient.testing.placement_reread"
+
+
+def _log_reread_generation() -> None:
+    """Log an empty allocation write whose two reads of the consumer saw different generations.
+
+    ``PUT /allocations/{c}`` with ``{"allocations": {}}`` checks the generation it carries
+    against the consumer ``ensure_consumer`` reads, then reads the consumer's allocations
+    again (``get_all_by_consumer_id``, another transaction) and guards its generation bump
+    with the generation *that* read returned. A write landing between the two reads is wiped
+    by an empty write that carried its predecessor's generation. Placement logs nothing
+    then; this line (only when the two generations differ) is the proof a judge needs.
+    """
+    from placement.handlers import allocation as handler
+
+    ensure = handler.data_util.ensure_consumer
+    read_all = handler.alloc_obj.get_all_by_consumer_id
+    log = logging.getLogger(REREAD_LOGGER)
+
+    def checked(ctx: Any, consumer_uuid: str, *args: Any, **kwargs: Any) -> Any:
+        result = ensure(ctx, consumer_uuid, *args, **kwargs)
+        ctx.reportclient_checked = (consumer_uuid, result[0].generation)
+        return result
+
+    def reread(context: Any, consumer_uuid: str) -> Any:
+        allocations = read_all(context, consumer_uuid)
+        checked_uuid, generation = getattr(context, "reportclient_checked", (None, None))
+        if checked_uuid == consumer_uuid and allocations:
+            now = allocations[0].consumer.generation
+            if now != generation:
+                log.debug(
+                    "Empty write for consumer %s checked generation %s, then read its "
+                    "allocations at generation %s",
+                    consumer_uuid,
+                    generation,
+                    now,
+                    # This request's own id: the current context may be another request's.
+                    extra={"global_request_id": context.global_request_id or "-"},
+                )
+        return allocations
+
+    handler.data_util.ensure_consumer = checked
+    handler.alloc_obj.get_all_by_consumer_id = reread

@@ -85,16 +85,18 @@ def raw_body(
     return body
 
 
-def wsgi_send(app: Any, token: str, method: str, path: str, body: Any) -> Any:
+def wsgi_send(app: Any, token: str, method: str, path: str, body: Any, request_id: str = "") -> Any:
     """One JSON request at 1.39 to Placement's WSGI ``app``, in this thread; its webob response.
 
     For a test that makes a request land where no HTTP client can (inside another request,
-    or on one Galera node only).
+    or on one Galera node only). ``request_id``: a global request id to send.
     """
     import webob
 
     request = webob.Request.blank(path, method=method)
     request.headers["X-Auth-Token"] = token
+    if request_id:
+        request.headers["X-Openstack-Request-Id"] = request_id
     request.headers["OpenStack-API-Version"] = "placement 1.39"
     request.content_type = "application/json"
     request.body = json.dumps(body).encode()

@@ -33,14 +33,17 @@ import pytest
 
 from reportclient import GenerationConflict, PlacementClient, add_allocations, default_retry
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
+from reportclient.testing._app import EVIDENCE_LOG
 from tests.functional._helpers import held, new_id, raw_body, wire, wsgi_send
 
 pytestmark = pytest.mark.functional
 
 
-def send(placement: EmbeddedPlacement, method: str, path: str, body: Any) -> Any:
+def send(
+    placement: EmbeddedPlacement, method: str, path: str, body: Any, request_id: str = ""
+) -> Any:
     """One request to Placement's application, in this thread."""
-    return wsgi_send(placement.wsgi_app, placement.token, method, path, body)
+    return wsgi_send(placement.wsgi_app, placement.token, method, path, body, request_id)
 
 
 @pytest.fixture
@@ -140,3 +143,73 @@ def test_only_the_consumer_s_own_race_reads_as_contention_on_it() -> None:
     assert answered(exception.ConcurrentUpdateDetected).consumer_moved
     assert not answered(exception.ResourceProviderConcurrentUpdateDetected).consumer_moved
     assert not answered(exception.ResourceProviderConcurrentUpdateDetected).consumer_conflict
+
+
+OFFLOAD = "req-0ff10ad0-0000-4000-8000-000000000000"
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(self.format(record))
+
+
+@pytest.fixture
+def rereads(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Lines]:
+    """The evidence lines ``_app.log_evidence`` writes for an empty write's re-read, for this
+    test only (Placement's functions are wrapped, then restored)."""
+    from placement.handlers import allocation as handler
+
+    from reportclient.testing import _app
+
+    monkeypatch.setattr(handler.data_util, "ensure_consumer", handler.data_util.ensure_consumer)
+    monkeypatch.setattr(
+        handler.alloc_obj, "get_all_by_consumer_id", handler.alloc_obj.get_all_by_consumer_id
+    )
+    _app._log_reread_generation()
+    lines = _Lines()
+    lines.addFilter(_app._GlobalRequestId())
+    lines.setFormatter(logging.Formatter(f"{EVIDENCE_LOG} [%(global_request_id)s]: %(message)s"))
+    logger = logging.getLogger(_app.REREAD_LOGGER)
+    logger.addHandler(lines)
+    monkeypatch.setattr(logger, "level", logging.DEBUG)
+    yield lines
+    logger.removeHandler(lines)
+
+
+def test_an_empty_write_deletes_a_write_that_landed_after_its_generation_check(
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    rereads: _Lines,
+    inside_the_write: Callable[[Callable[[Any], None]], None],
+) -> None:
+    """The shelve race's offload (empty, generation 1) against the unshelve (generation 1).
+
+    Exactly one of the two should win. With the unshelve landing between the offload's
+    generation check and its re-read, both answer 204 and the consumer is gone.
+    """
+    source = placement_admin.create_provider(inventory={"VCPU": 8})
+    target = placement_admin.create_provider(inventory={"VCPU": 8})
+    consumer = new_id()
+    path = f"/allocations/{consumer}"
+    assert placement_admin.put_allocations(consumer, raw_body({source: {"VCPU": 1}}, None)).ok
+    unshelve: list[Any] = []
+
+    def unshelved(ctx: Any) -> None:
+        unshelve.append(send(real_placement, "PUT", path, raw_body({target: {"VCPU": 1}}, 1)))
+
+    inside_the_write(unshelved)
+    offload = send(real_placement, "PUT", path, raw_body({}, 1), OFFLOAD)
+
+    assert [unshelve[0].status_code, offload.status_code] == [204, 204], offload.text
+    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert placement_admin.usages(target) == {"VCPU": 0}
+    # What the race suite's judge reads to tell this from a client's mistake (tests/galera/
+    # findings.py, deleted_by_empty_write): the request and its two generations.
+    assert rereads.messages == [
+        f"{EVIDENCE_LOG} [{OFFLOAD}]: Empty write for consumer {consumer} checked generation 1, "
+        "then read its allocations at generation 2"
+    ]

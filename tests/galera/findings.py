@@ -18,6 +18,14 @@ without any client being wrong (``doc/source/galera.rst``, "Placement-side findi
   from the listing must be exactly them (:func:`explain_usages`), and an orphaned consumer
   is judged by its rows (:func:`restore_orphans`).
 
+* **an empty write deletes a write that landed after its generation check**: the empty
+  ``PUT /allocations/{c}`` checks the generation it carries, then reads the consumer's
+  allocations again and guards its bump with the generation that read returned, so a write
+  landing in between is deleted by an empty write carrying its predecessor's generation
+  (``tests/functional/test_in_server_races.py`` makes it happen on purpose). Proof here
+  (:func:`deleted_by_empty_write`): Placement's log of that request's two generations (or
+  of its deadlock retry, the first finding's shape on an empty write).
+
 A failure is moved from the client's columns to the ``placement`` column only when the proof
 accounts for all of it; anything it does not explain stays a client failure.
 """
@@ -32,8 +40,8 @@ from reportclient.testing._app import EVIDENCE_LOG
 from tests.races.checker import OK, Allocs, Checker, Op, Verdict, total, uncertain
 
 __all__ = [
-    "bypassed", "check_with_orphans", "cleaned_up", "explain_adds", "explain_usages",
-    "refused_but_landed", "restore_orphans", "retried_requests",
+    "bypassed", "check_with_orphans", "cleaned_up", "deleted_by_empty_write", "explain_adds",
+    "explain_usages", "refused_but_landed", "restore_orphans", "retried_requests",
 ]  # fmt: skip
 
 _RETRIED = re.compile(
@@ -43,6 +51,10 @@ _RETRIED = re.compile(
 _CLEANUP = re.compile(
     rf"{re.escape(EVIDENCE_LOG)} \[(req-[0-9a-f-]+)\]: Deleted auto-created consumer with "
     r"consumer UUID ([0-9a-f-]{36})"
+)
+_REREAD = re.compile(
+    rf"{re.escape(EVIDENCE_LOG)} \[(req-[0-9a-f-]+)\]: Empty write for consumer ([0-9a-f-]{{36}}) "
+    r"checked generation (\d+), then read its allocations at generation (\d+)"
 )
 _USAGES = re.compile(r"provider (\S+): usage (\d+), its allocations sum to (\d+)")
 #: How an ``OutcomeUnknown`` from a consumer write names the generation its write carried.
@@ -177,6 +189,52 @@ def refused_but_landed(
         and op.request_id in retried
         and final.get(op.consumer) == {}
     }
+
+
+def deleted_by_empty_write(
+    ops: Iterable[Op], logs: Iterable[str], final: Mapping[str, Allocs], carried: int
+) -> dict[str, str]:
+    """consumer -> the finding, for each consumer an empty write deleted a later write of.
+
+    The empty writes carried generation ``carried`` (a raw write's log does not say). Proof,
+    all of: the empty write answered 204; Placement's log shows it guarded its bump with a
+    later generation g, either because its re-read saw g (the line
+    :func:`_app.log_evidence` writes) or because oslo.db retried it after a deadlock (it
+    then guards with ``carried + 1``, see :func:`bypassed`); a client reported a success at
+    g on that consumer (the write deleted); and the consumer now holds nothing.
+    """
+    logs = list(logs)
+    reread = {
+        (rid, consumer): (int(checked), int(read))
+        for log in logs
+        for rid, consumer, checked, read in _REREAD.findall(log)
+    }
+    retried = retried_requests(logs)
+    ops = list(ops)
+    found: dict[str, str] = {}
+    for op in ops:
+        if op.outcome != OK or op.result != {} or final.get(op.consumer) != {}:
+            continue
+        generations = reread.get((op.request_id, op.consumer))
+        if generations is not None and generations[1] > generations[0]:
+            checked, guarded = generations
+            how = f"checked generation {checked}, then read the consumer at {guarded}"
+        elif op.request_id in retried:
+            guarded = carried + 1
+            how = f"carried {carried}, was retried after a deadlock guarding with {guarded}"
+        else:
+            continue
+        deleted = [
+            other
+            for other in ops
+            if other.consumer == op.consumer and other.outcome == OK and other.generation == guarded
+        ]
+        if deleted:
+            found[op.consumer] = (
+                f"empty write {op.request_id} {how}: deleted the {deleted[0].kind} "
+                f"{deleted[0].request_id} that reported generation {guarded}"
+            )
+    return found
 
 
 def explain_adds(

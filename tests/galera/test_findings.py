@@ -10,6 +10,7 @@ from tests.galera.findings import (
     bypassed,
     check_with_orphans,
     cleaned_up,
+    deleted_by_empty_write,
     explain_adds,
     explain_usages,
     refused_but_landed,
@@ -172,3 +173,41 @@ def test_a_refused_release_explains_nothing_unless_placement_retried_it_and_it_i
     assert refused_but_landed(ops, set(), {C: {}}) == set()  # not retried
     assert refused_but_landed(ops, {RETRIED}, {C: {RP: {"VCPU": 3}}}) == set()  # not what it sent
     assert refused_but_landed([release(OK, RETRIED)], {RETRIED}, {C: {}}) == set()  # it succeeded
+
+
+EMPTY = "req-0e0e0e0e-0000-4000-8000-000000000000"
+UNSHELVE = "req-00000002-0000-0000-0000-000000000000"
+
+
+def reread(rid: str, checked: int, read: int) -> str:
+    return (
+        f"{EVIDENCE_LOG} [{rid}]: Empty write for consumer {C} checked generation {checked}, "
+        f"then read its allocations at generation {read}\n"
+    )
+
+
+def shelve_race(empty: str = OK, unshelved_at: int = 2) -> list[Op]:
+    """The unshelve (a claim that reported ``unshelved_at``) and the offload (a raw empty)."""
+    claim = Op("claim", C, {RP: {"VCPU": 1}}, OK, 0.0, 1.0, "w", UNSHELVE, {RP: {"VCPU": 1}},
+               unshelved_at)  # fmt: skip
+    return [claim, Op("raw_empty", C, {}, empty, 0.0, 1.0, "w", EMPTY, {} if empty == OK else None)]
+
+
+def test_an_empty_write_that_reread_a_later_generation_explains_an_emptied_consumer() -> None:
+    (finding,) = deleted_by_empty_write(shelve_race(), [reread(EMPTY, 1, 2)], {C: {}}, 1).values()
+    assert EMPTY in finding and UNSHELVE in finding and "read the consumer at 2" in finding
+    found = deleted_by_empty_write(shelve_race(), [log(EMPTY)], {C: {}}, 1)  # deadlock retry
+    assert "retried after a deadlock" in found[C]
+
+
+def test_an_empty_write_explains_nothing_without_every_part_of_the_proof() -> None:
+    evidence = [reread(EMPTY, 1, 2)]
+    assert deleted_by_empty_write(shelve_race(), [], {C: {}}, 1) == {}  # nothing logged
+    assert deleted_by_empty_write(shelve_race(), [reread(EMPTY, 2, 2)], {C: {}}, 1) == {}
+    assert deleted_by_empty_write(shelve_race(), [reread(UNSHELVE, 1, 2)], {C: {}}, 1) == {}
+    held = {C: {RP: {"VCPU": 1}}}
+    assert deleted_by_empty_write(shelve_race(), evidence, held, 1) == {}  # not emptied
+    refused = shelve_race(empty="GenerationConflict")
+    assert deleted_by_empty_write(refused, evidence, {C: {}}, 1) == {}  # the empty lost
+    recreated = shelve_race(unshelved_at=1)  # the offload first: no success at 2 to delete
+    assert deleted_by_empty_write(recreated, evidence, {C: {}}, 1) == {}

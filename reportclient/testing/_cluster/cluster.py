@@ -164,6 +164,7 @@ class PlacementCluster(Started):
             worker_timeout=self._worker_timeout,
             database_url=self.database_url,
             log_path=self._tmpdir / "gunicorn.log",
+            log_evidence=True,  # what Placement did silently: the race suite's judges need it
         )
         self._finalizer = weakref.finalize(
             self, _finalize, self._proc, self.database, self._admin_url, self.database_name
