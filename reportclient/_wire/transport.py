@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import re
 import sys
 import threading
 import time
@@ -30,6 +29,7 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import base as ks_identity
 
 from reportclient._model.microversions import CONSUMER_GENERATION_VERSION, MAX_VERSION, Microversion
+from reportclient._wire.ambient import GLOBAL_REQUEST_ID, ambient_request_id
 from reportclient._wire.failures import (
     Failure,
     Kind,
@@ -95,7 +95,6 @@ def size_pool(session: requests.Session, size: int) -> None:
         session.mount(scheme, ks_session.TCPKeepAliveAdapter(pool_maxsize=size))
 
 
-_GLOBAL_REQUEST_ID = re.compile(r"req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _READS = frozenset({"GET", "HEAD"})
 
 
@@ -127,9 +126,7 @@ def validate_request_id(value: str | None) -> str | None:
 
     :raises InvalidInput: otherwise; Placement would silently ignore it.
     """
-    if value is not None and (
-        not isinstance(value, str) or not _GLOBAL_REQUEST_ID.fullmatch(value)
-    ):
+    if value is not None and (not isinstance(value, str) or not GLOBAL_REQUEST_ID.fullmatch(value)):
         raise InvalidInput(f"global_request_id must look like req-<uuid4>, got {value!r}")
     return value
 
@@ -200,7 +197,9 @@ class Transport:
     :param microversion: pin a version (``"1.28"`` .. ``"1.39"``) instead
         of negotiating it with the server.
     :param global_request_id: ``req-<uuid4>`` sent with every request so
-        Placement's logs can be tied to the caller's.
+        Placement's logs can be tied to the caller's; without it, a request
+        carries the current oslo.context's id when there is one
+        (:mod:`._wire.ambient`).
     :param timeout: seconds, or (connect, read) seconds, for every request;
         it overrides a timeout set on the keystoneauth Session.
     :raises InvalidInput: for a malformed argument, or an adapter whose
@@ -364,7 +363,8 @@ class Transport:
         if version is not None:
             kwargs["microversion"] = format_version(version)
             kwargs["microversion_service_type"] = "placement"
-        request_id = global_request_id or self._global_request_id
+        # The call's id, the client's, else the oslo.context in force (_wire.ambient).
+        request_id = global_request_id or self._global_request_id or ambient_request_id()
         if request_id is not None:
             kwargs["global_request_id"] = request_id
         # The caller may be handling an exception (a lost answer being
