@@ -142,23 +142,20 @@ class AllocationCalls(Base):
         rid = request_id(context)
         request = AllocationRequest.from_json(alloc_request)
         try:
-            try:
-                self._placement.claim(
-                    consumer_uuid,
-                    request,
-                    project_id=project_id,
-                    user_id=user_id,
-                    global_request_id=rid,
-                )
-            except ConsumerChanged:
-                # It holds allocations: nova's move (evacuate) claim doubles them up.
-                self._placement.update_allocations(
-                    consumer_uuid,
-                    doubled_up(request.allocations),
-                    project_id=project_id,
-                    user_id=user_id,
-                    global_request_id=rid,
-                )
+            held = self._placement.get_allocations(consumer_uuid, global_request_id=rid)
+            if not held.allocations and self._claim_new(
+                consumer_uuid, request, project_id, user_id, rid
+            ):
+                return True
+            # It holds allocations: nova's move (evacuate) claim doubles them
+            # up, computed from every attempt's fresh read.
+            self._placement.update_allocations(
+                consumer_uuid,
+                doubled_up(request.allocations),
+                project_id=project_id,
+                user_id=user_id,
+                global_request_id=rid,
+            )
         except CapacityExceeded as exc:
             LOG.warning("claim for consumer %s does not fit: %s", consumer_uuid, exc)
             return False
@@ -167,6 +164,27 @@ class AllocationCalls(Base):
                 fail("AllocationUpdateFailed", exc, consumer_uuid=consumer_uuid, error=str(exc))
             LOG.warning("claim for consumer %s lost every race: %s", consumer_uuid, exc)
             return False
+        return True
+
+    def _claim_new(
+        self,
+        consumer_uuid: str,
+        request: AllocationRequest,
+        project_id: str,
+        user_id: str,
+        rid: str | None,
+    ) -> bool:
+        """Claim a consumer read as empty, mappings included; False if it now holds some."""
+        try:
+            self._placement.claim(
+                consumer_uuid,
+                request,
+                project_id=project_id,
+                user_id=user_id,
+                global_request_id=rid,
+            )
+        except ConsumerChanged:
+            return False  # another writer came in since the read: double up from its state
         return True
 
     def put_allocations(self, context: Any, consumer_uuid: str, payload: Mapping[str, Any]) -> bool:

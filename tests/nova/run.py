@@ -52,11 +52,17 @@ SUITES = (
 )
 
 #: Counted tests the adapter fails on purpose, with the difference that makes them fail.
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "nova.tests.functional.test_report_client.SchedulerReportClientTests."
+    "test_update_from_provider_tree_reshape": (
+        "nova's ProviderTree cache keeps a sharing provider after the compute node left its "
+        "aggregate; the adapter reads the tree from Placement, which no longer links them"
+    ),
+}
 
 _PRIVATE = re.compile(
     r"\b(?:client|reportclient|report_client|scheduler_client|placementclient)\._[a-z]\w*"
-    r"|SchedulerReportClient\._[a-z]\w*|_provider_tree\b|_association_refresh_time\b"
+    r"|SchedulerReportClient\._[a-z]\w*|\._provider_tree\b|\._association_refresh_time\b"
 )
 
 
@@ -69,18 +75,11 @@ def _tests(suite: unittest.TestSuite | unittest.TestCase) -> Iterator[unittest.T
 
 
 def private_uses(test: unittest.TestCase) -> list[str]:
-    """The private report-client names a test's own source uses (helpers of its class too)."""
+    """The private report-client names a test method's own source uses."""
     method = getattr(type(test), test._testMethodName, None)
     if method is None:
         return []
     sources = [inspect.getsource(method)]
-    # setUp and helpers of the test's own class, where private calls often hide.
-    for name, member in vars(type(test)).items():
-        if callable(member) and not name.startswith("test"):
-            try:
-                sources.append(inspect.getsource(member))
-            except (OSError, TypeError):
-                continue
     found = {m.group(0) for src in sources for m in _PRIVATE.finditer(src)}
     return sorted(found)
 
@@ -144,6 +143,14 @@ def run(client: str) -> tuple[dict[str, str], dict[str, list[str]]]:
     return result.outcome, private
 
 
+_out = sys.stdout
+
+
+def say(*parts: object) -> None:
+    """Print to the console even after nova's output was sent to ``--log``."""
+    print(*parts, file=_out)
+
+
 def interface_differences() -> tuple[int, list[str]]:
     """nova's public methods, and how the adapter's differ (missing, or other parameters)."""
     from nova.scheduler.client.report import SchedulerReportClient as Nova
@@ -171,13 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", help="nova's own outcomes (from --client nova --json)")
     parser.add_argument("--log", help="send nova's own output (its services' logs) here")
     args = parser.parse_args(argv)
+    global _out
     if args.log:
-        # nova's services log to the console; the summary below is what a reader wants.
-        summary = os.fdopen(os.dup(1), "w", buffering=1)
+        # nova's services log to the console (fd 1 and 2, whatever stream
+        # object they hold); the summary goes to the console kept aside.
+        _out = os.fdopen(os.dup(1), "w", buffering=1)
         with open(args.log, "w") as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
-        sys.stdout = summary
     started = time.monotonic()
     outcome, private = run(args.client)
     took = time.monotonic() - started
@@ -187,37 +195,35 @@ def main(argv: list[str] | None = None) -> int:
     if not args.compare:
         passed = sum(v == "pass" for v in outcome.values())
         total = len(outcome)
-        print(f"nova functional on nova's own client: {passed} passed of {total} ({took:.0f} s)")
+        say(f"nova functional on nova's own client: {passed} passed of {total} ({took:.0f} s)")
         return 0
     with open(args.compare) as given:
         own = json.load(given)["outcome"]
     methods, differences = interface_differences()
-    print(
+    say(
         f"SchedulerReportClient's public methods: {methods - len(differences)} of {methods} "
         "with nova's parameters"
     )
     for difference in differences:
-        print(f"  {difference}")
+        say(f"  {difference}")
     counted = sorted(t for t in outcome if t not in private)
     ours = [t for t in counted if outcome[t] == "pass"]
     theirs = [t for t in counted if own.get(t) == "pass"]
-    print(
-        f"\n== left out: {len(private)} test(s) reaching into nova's private report-client members"
-    )
+    say(f"\n== left out: {len(private)} test(s) reaching into nova's private report-client members")
     for test in sorted(private):
-        print(f"  {test}: {', '.join(private[test])} (on reportclient: {outcome.get(test)})")
+        say(f"  {test}: {', '.join(private[test])} (on reportclient: {outcome.get(test)})")
     regressions = [t for t in theirs if outcome[t] != "pass" and t not in KNOWN]
-    print("\n== counted tests that do not pass on reportclient")
+    say("\n== counted tests that do not pass on reportclient")
     for test in counted:
         if outcome[test] != "pass":
             why = f" - {KNOWN[test]}" if test in KNOWN else ""
-            print(f"  {test}: {outcome[test]} (nova's own: {own.get(test)}){why}")
-    print(
+            say(f"  {test}: {outcome[test]} (nova's own: {own.get(test)}){why}")
+    say(
         f"\nnova functional on reportclient: {len(ours)} passed of {len(counted)} "
         f"(nova's own client: {len(theirs)} passed) in {took:.0f} s"
     )
     failed = len(counted) - len(ours)
-    print(f"{len(ours)} passed, {failed} failed")
+    say(f"{len(ours)} passed, {failed} failed")
     return 1 if regressions or differences else 0
 
 
