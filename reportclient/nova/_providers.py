@@ -14,7 +14,7 @@ only: a ``ProviderTree``'s ``get_provider_uuids()`` and ``data(uuid)``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from reportclient._model.provider_tree import ProviderSpec
 from reportclient._model.providers import Inventory, ResourceProvider
@@ -62,6 +62,26 @@ def _provider_dict(rp: ResourceProvider) -> dict[str, Any]:
         "parent_provider_uuid": rp.parent_provider_uuid,
         "root_provider_uuid": rp.root_provider_uuid,
     }
+
+
+def _field_failure(
+    exc: PlacementError, rp_uuid: str, route: str, generation: int | None
+) -> NoReturn:
+    """nova's error for a field write: a conflict, or any other refusal."""
+    if isinstance(exc, GenerationConflict):
+        fail(
+            "ResourceProviderUpdateConflict",
+            exc,
+            uuid=rp_uuid,
+            generation=-1 if generation is None else generation,
+            error=str(exc),
+        )
+    fail(
+        "ResourceProviderUpdateFailed",
+        exc,
+        url=f"/resource_providers/{rp_uuid}/{route}",
+        error=str(exc),
+    )
 
 
 class ProviderCalls(Base):
@@ -286,7 +306,6 @@ class ProviderCalls(Base):
         """
         rid = request_id(context)
         providers = self._placement.providers
-        url = f"/resource_providers/{rp_uuid}/inventories"
         try:
             for rc in inv_data:
                 if rc.startswith("CUSTOM_"):
@@ -294,10 +313,8 @@ class ProviderCalls(Base):
             providers.set_inventories(rp_uuid, dict(inv_data), global_request_id=rid)
         except InventoryInUse as exc:
             fail("InventoryInUse", exc, str(exc.detail or exc))
-        except GenerationConflict as exc:
-            fail("ResourceProviderUpdateConflict", exc, uuid=rp_uuid, generation=-1, error=str(exc))
         except PlacementError as exc:
-            fail("ResourceProviderUpdateFailed", exc, url=url, error=str(exc))
+            _field_failure(exc, rp_uuid, "inventories", None)
 
     def set_traits_for_provider(
         self,
@@ -321,21 +338,8 @@ class ProviderCalls(Base):
                 if trait.startswith("CUSTOM_"):
                     providers.ensure_trait(trait, global_request_id=rid)
             providers.set_traits(rp_uuid, names, generation=generation, global_request_id=rid)
-        except GenerationConflict as exc:
-            fail(
-                "ResourceProviderUpdateConflict",
-                exc,
-                uuid=rp_uuid,
-                generation=generation,
-                error=str(exc),
-            )
         except PlacementError as exc:
-            fail(
-                "ResourceProviderUpdateFailed",
-                exc,
-                url=f"/resource_providers/{rp_uuid}/traits",
-                error=str(exc),
-            )
+            _field_failure(exc, rp_uuid, "traits", generation)
 
     def set_aggregates_for_provider(
         self,
@@ -358,21 +362,8 @@ class ProviderCalls(Base):
                 generation=generation,
                 global_request_id=request_id(context),
             )
-        except GenerationConflict as exc:
-            fail(
-                "ResourceProviderUpdateConflict",
-                exc,
-                uuid=rp_uuid,
-                generation=generation,
-                error=str(exc),
-            )
         except PlacementError as exc:
-            fail(
-                "ResourceProviderUpdateFailed",
-                exc,
-                url=f"/resource_providers/{rp_uuid}/aggregates",
-                error=str(exc),
-            )
+            _field_failure(exc, rp_uuid, "aggregates", generation)
 
     def _host_provider(self, context: Any, host_name: str | None, rp_uuid: str | None) -> str:
         if rp_uuid is not None:
