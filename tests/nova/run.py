@@ -26,6 +26,7 @@ import inspect
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 import unittest
@@ -177,7 +178,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the outcomes here")
     parser.add_argument("--compare", help="nova's own outcomes (from --client nova --json)")
     parser.add_argument("--log", help="send nova's own output (its services' logs) here")
+    parser.add_argument(
+        "--with-nova",
+        metavar="DIR",
+        help="run nova's own client at the same time in another process (one core each), "
+        "writing DIR/own.json and DIR/nova-own.log, and compare with it",
+    )
     args = parser.parse_args(argv)
+    beside = None
+    if args.with_nova:
+        args.compare = os.path.join(args.with_nova, "own.json")
+        own_log = os.path.join(args.with_nova, "nova-own.log")
+        command = [sys.executable, "-m", "tests.nova.run", "--client", "nova"]
+        command.extend(["--json", args.compare, "--log", own_log])
+        beside = subprocess.Popen(command)
     global _out
     if args.log:
         # nova's services log to the console (fd 1 and 2, whatever stream
@@ -197,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         total = len(outcome)
         say(f"nova functional on nova's own client: {passed} passed of {total} ({took:.0f} s)")
         return 0
+    if beside is not None and beside.wait() != 0:
+        say(f"nova's own client run exited {beside.returncode}")
+        return 1
     with open(args.compare) as given:
         own = json.load(given)["outcome"]
     methods, differences = interface_differences()
