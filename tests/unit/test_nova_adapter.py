@@ -11,7 +11,6 @@ import subprocess
 import sys
 import types
 import uuid
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -354,7 +353,7 @@ def test_update_from_provider_tree_deletes_a_provider_the_tree_dropped(
 def test_update_from_provider_tree_with_allocations_reshapes_them_together(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext
 ) -> None:
-    root, child, agg = new_id(), new_id(), new_id()
+    root, child = new_id(), new_id()
     before = FakeProviderTree(
         FakeProviderData(root, "cn1", None, {"VCPU": {"total": 8}}),
         FakeProviderData(child, "cn1-numa0", root),
@@ -370,7 +369,6 @@ def test_update_from_provider_tree_with_allocations_reshapes_them_together(
     nova.update_from_provider_tree(ctx, after, allocations=moved)
     assert fake.allocations(consumer) == {child: {"VCPU": 2}}
     assert fake.inventory(root) == {}
-    del agg
 
 
 def test_set_traits_for_provider_with_a_stale_generation_is_a_conflict(
@@ -446,7 +444,3 @@ def test_usage_counts_for_quota_add_pcpu_to_cores(
         "user": {"cores": 2, "ram": 256},
     }
     assert nova.get_usages_counts_for_limits(ctx, PROJECT) == {"VCPU": 2, "MEMORY_MB": 256}
-
-
-def fields_of(tree: Mapping[str, Any]) -> Iterator[str]:  # pragma: no cover - helper for readers
-    yield from tree
