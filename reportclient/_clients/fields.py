@@ -23,10 +23,12 @@ from reportclient._model.providers import (
     ProviderAggregates,
     ProviderInventories,
     ProviderTraits,
+    ProviderWrite,
     inventories_from,
     inventories_of,
 )
 from reportclient._model.validation import (
+    validate_generation,
     validate_names,
     validate_standard_name,
     validate_uuid,
@@ -92,10 +94,20 @@ class FieldsClient:
         uuid: str,
         inventories: Mapping[str, Inventory | int | Mapping[str, Any]],
         *,
+        generation: int | None = None,
         global_request_id: str | None = None,
     ) -> ProviderInventories:
-        """Replace all of a provider's inventories (classes not named are removed)."""
+        """Replace all of a provider's inventories (classes not named are removed).
+
+        :param generation: the provider generation the caller read; one
+            write at it, never retried (module docstring).
+        :raises GenerationConflict: with ``generation``, the provider is no
+            longer at it.
+        :raises InventoryInUse: a class with allocations would go or shrink below them.
+        """
         wanted = inventories_of(inventories, "set_inventories' inventories")
+        if generation is not None:
+            return self._put_at(ProviderInventories, uuid, generation, wanted, global_request_id)
         return self._change(
             ProviderInventories, uuid, lambda _current: dict(wanted), True, global_request_id
         )
@@ -144,10 +156,21 @@ class FieldsClient:
         return self._change(ProviderTraits, uuid, lambda cur: cur - names, True, global_request_id)
 
     def set_traits(
-        self, uuid: str, traits: Iterable[str], *, global_request_id: str | None = None
+        self,
+        uuid: str,
+        traits: Iterable[str],
+        *,
+        generation: int | None = None,
+        global_request_id: str | None = None,
     ) -> ProviderTraits:
-        """Make the provider's traits exactly ``traits``."""
+        """Make the provider's traits exactly ``traits``.
+
+        :param generation: as for :meth:`set_inventories`.
+        :raises GenerationConflict: with ``generation``, the provider is no longer at it.
+        """
         names = validate_names(traits)
+        if generation is not None:
+            return self._put_at(ProviderTraits, uuid, generation, names, global_request_id)
         return self._change(ProviderTraits, uuid, lambda _c: set(names), True, global_request_id)
 
     # -- aggregates -------------------------------------------------------------
@@ -176,10 +199,21 @@ class FieldsClient:
         )
 
     def set_aggregates(
-        self, uuid: str, aggregates: Iterable[str], *, global_request_id: str | None = None
+        self,
+        uuid: str,
+        aggregates: Iterable[str],
+        *,
+        generation: int | None = None,
+        global_request_id: str | None = None,
     ) -> ProviderAggregates:
-        """Make the provider's aggregates exactly ``aggregates``."""
+        """Make the provider's aggregates exactly ``aggregates``.
+
+        :param generation: as for :meth:`set_inventories`.
+        :raises GenerationConflict: with ``generation``, the provider is no longer at it.
+        """
         uuids = validate_uuids(aggregates)
+        if generation is not None:
+            return self._put_at(ProviderAggregates, uuid, generation, uuids, global_request_id)
         return self._change(
             ProviderAggregates, uuid, lambda _c: set(uuids), True, global_request_id
         )
@@ -200,6 +234,14 @@ class FieldsClient:
             idempotent=idempotent,
             global_request_id=validate_request_id(request_id),
         )[0]
+
+    def _put_at(
+        self, kind: type[Field], uuid: str, generation: int, value: Any, request_id: str | None
+    ) -> Field:
+        """One PUT of ``value`` at the caller's ``generation``; any error is raised."""
+        snapshot = kind(validate_uuid(uuid, "uuid"), validate_generation(generation))
+        write = ProviderWrite(snapshot.uuid, kind.ROUTE, snapshot.generation, snapshot.body(value))
+        return self._core.gateway.put_field(kind, write, validate_request_id(request_id))
 
     def _read(self, kind: type[Field], uuid: str, request_id: str | None) -> Field:
         return self._core.gateway.read_field(

@@ -201,6 +201,16 @@ def validate_max_staleness(value: object) -> float | None:
     return float(value)
 
 
+def validate_generation(value: object, what: str = "generation") -> int:
+    """Return ``value`` if it is a provider generation: an int >= 0 (never a bool).
+
+    :raises InvalidInput: otherwise, before anything is sent.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{what} must be an int >= 0, got {value!r}")
+    return value
+
+
 def normalize_allocations(allocations: object) -> dict[str, dict[str, int]]:
     """Validate ``allocations`` and return a fresh plain-dict copy.
 

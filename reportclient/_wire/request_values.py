@@ -8,12 +8,12 @@ while the caller can still fix them.
 from __future__ import annotations
 
 import math
-import re
 from numbers import Real
 
 import requests
 from keystoneauth1 import session as ks_session
 
+from reportclient._wire.ambient import GLOBAL_REQUEST_ID
 from reportclient.errors import InvalidInput
 
 __all__ = [
@@ -45,9 +45,6 @@ def size_pool(session: requests.Session, size: int) -> None:
         session.mount(scheme, ks_session.TCPKeepAliveAdapter(pool_maxsize=size))
 
 
-_GLOBAL_REQUEST_ID = re.compile(r"req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
 def _positive(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, Real):
         return None
@@ -76,8 +73,6 @@ def validate_request_id(value: str | None) -> str | None:
 
     :raises InvalidInput: otherwise; Placement would silently ignore it.
     """
-    if value is not None and (
-        not isinstance(value, str) or not _GLOBAL_REQUEST_ID.fullmatch(value)
-    ):
+    if value is not None and (not isinstance(value, str) or not GLOBAL_REQUEST_ID.fullmatch(value)):
         raise InvalidInput(f"global_request_id must look like req-<uuid4>, got {value!r}")
     return value

@@ -26,6 +26,7 @@ from keystoneauth1 import exceptions as ks_exc
 
 from reportclient._budget import GiveUp, Operation, current, operation
 from reportclient._model.microversions import CONSUMER_GENERATION_VERSION, MAX_VERSION, Microversion
+from reportclient._wire.ambient import ambient_request_id
 from reportclient._wire.failures import (
     READS,
     Failure,
@@ -126,7 +127,9 @@ class Transport:
     :param microversion: pin a version (``"1.28"`` .. ``"1.39"``) instead
         of negotiating it with the server.
     :param global_request_id: ``req-<uuid4>`` sent with every request so
-        Placement's logs can be tied to the caller's.
+        Placement's logs can be tied to the caller's; without it, a request
+        carries the current oslo.context's id when there is one
+        (:mod:`._wire.ambient`).
     :param timeout: seconds, or (connect, read) seconds, for every request;
         it overrides a timeout set on the keystoneauth Session.
     :param reads: the policy whose wait, sleep and stop pace a read sent
@@ -378,7 +381,8 @@ class Transport:
         if version is not None:
             kwargs["microversion"] = format_version(version)
             kwargs["microversion_service_type"] = "placement"
-        request_id = global_request_id or self._global_request_id
+        # The call's id, the client's, else the oslo.context in force (_wire.ambient).
+        request_id = global_request_id or self._global_request_id or ambient_request_id()
         if request_id is not None:
             kwargs["global_request_id"] = request_id
         # The caller may be handling an exception (a lost answer being

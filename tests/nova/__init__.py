@@ -1,0 +1,1 @@
+"""nova's own functional tests run against reportclient.nova (``tox -e nova``)."""

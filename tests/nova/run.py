@@ -1,0 +1,250 @@
+"""Run nova's own functional tests from the installed nova, on nova's client or on ours.
+
+``python -m tests.nova.run --client nova --json own.json`` runs the chosen
+tests with nova's ``SchedulerReportClient``; ``--client reportclient
+--compare own.json`` runs them with :mod:`reportclient.nova` swapped in
+(:mod:`tests.nova.swap`) and prints::
+
+    nova functional on reportclient: N passed of M (nova's own client: M' passed)
+
+M counts the tests that use the report client only through its public
+interface. A test whose source reaches into the client's private members
+(``self.client._provider_tree``, ``client._ensure_resource_provider``...)
+tests nova's implementation, not its interface: it is run, listed with the
+private names it uses, and not counted. Nothing of nova's is copied or
+changed: the tests are loaded by name from the installed ``nova`` package.
+
+The exit status is 1 when a counted test passes on nova's client and fails
+on the adapter without being one of :data:`KNOWN` (each with the reason the
+adapter differs on purpose), so CI fails on a regression and on nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+#: The tests run, chosen by what they call (doc/source/nova_adapter.rst says why):
+#: a module or class of nova's, and the pattern its test names must match.
+SUITES = (
+    # Every public call of the report client against nova's Placement fixture.
+    ("nova.tests.functional.test_report_client", r"test_"),
+    # Shelve/unshelve, evacuate, live migration and resize confirm/revert, each
+    # asserting the allocations Placement holds afterwards: claim_resources
+    # (doubling up on evacuate), move_allocations, put_allocations,
+    # remove_provider_tree_from_instance_allocation,
+    # delete_allocation_for_instance and update_from_provider_tree. The other
+    # 27 tests of the class (swap sizes, reschedules, other resize faults)
+    # repeat those calls and would double the run time.
+    (
+        "nova.tests.functional.test_servers.ServerMovingTests",
+        r"test_(shelve|evacuate|live_migrat|resize_(confirm|revert))",
+    ),
+)
+
+#: Counted tests the adapter fails on purpose, with the difference that makes them fail.
+KNOWN: dict[str, str] = {
+    "nova.tests.functional.test_report_client.SchedulerReportClientTests."
+    "test_update_from_provider_tree_reshape": (
+        "nova's ProviderTree cache keeps a sharing provider after the compute node left its "
+        "aggregate; the adapter reads the tree from Placement, which no longer links them"
+    ),
+}
+
+_PRIVATE = re.compile(
+    r"\b(?:client|reportclient|report_client|scheduler_client|placementclient)\._[a-z]\w*"
+    r"|SchedulerReportClient\._[a-z]\w*|\._provider_tree\b|\._association_refresh_time\b"
+)
+
+
+def _tests(suite: unittest.TestSuite | unittest.TestCase) -> Iterator[unittest.TestCase]:
+    if isinstance(suite, unittest.TestCase):
+        yield suite
+        return
+    for child in suite:
+        yield from _tests(child)
+
+
+def private_uses(test: unittest.TestCase) -> list[str]:
+    """The private report-client names a test method's own source uses."""
+    method = getattr(type(test), test._testMethodName, None)
+    if method is None:
+        return []
+    sources = [inspect.getsource(method)]
+    found = {m.group(0) for src in sources for m in _PRIVATE.finditer(src)}
+    return sorted(found)
+
+
+def _paste_config_fix() -> None:
+    """Point nova's tests at the api-paste.ini the nova wheel installs under ``sys.prefix``.
+
+    nova's ConfFixture looks for it beside the source tree (``etc/nova``),
+    which an installed nova does not have.
+    """
+    from nova.tests.fixtures import conf as conf_fixture
+
+    paste = os.path.join(sys.prefix, "etc", "nova", "api-paste.ini")
+    setup = conf_fixture.ConfFixture.setUp
+
+    def setup_with_paste(self: Any) -> None:
+        setup(self)
+        self.conf.set_default("api_paste_config", paste, group="wsgi")
+
+    conf_fixture.ConfFixture.setUp = setup_with_paste
+
+
+class _Outcomes(unittest.TestResult):
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcome: dict[str, str] = {}
+
+    def addSuccess(self, test: unittest.TestCase) -> None:  # noqa: N802
+        self.outcome[test.id()] = "pass"
+
+    def _fail(self, test: unittest.TestCase, err: Any) -> None:
+        kind, value, _tb = err
+        self.outcome[test.id()] = f"{kind.__name__}: {str(value).strip().splitlines()[-1][:200]}"
+
+    def addError(self, test: unittest.TestCase, err: Any) -> None:  # noqa: N802
+        self._fail(test, err)
+
+    def addFailure(self, test: unittest.TestCase, err: Any) -> None:  # noqa: N802
+        self._fail(test, err)
+
+    def addSkip(self, test: unittest.TestCase, reason: str) -> None:  # noqa: N802
+        self.outcome[test.id()] = f"skipped: {reason}"
+
+
+def run(client: str) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Every chosen test's outcome, and the private names of those that use some."""
+    warnings.simplefilter("ignore")
+    if client == "reportclient":
+        from tests.nova import swap
+
+        swap.install()
+    _paste_config_fix()
+    suite = unittest.TestSuite()
+    for name, pattern in SUITES:
+        chosen = re.compile(pattern)
+        loaded = unittest.defaultTestLoader.loadTestsFromName(name)
+        suite.addTests(t for t in _tests(loaded) if chosen.match(t._testMethodName))
+    private = {t.id(): uses for t in _tests(suite) if (uses := private_uses(t))}
+    result = _Outcomes()
+    suite.run(result)
+    return result.outcome, private
+
+
+_out = sys.stdout
+
+
+def say(*parts: object) -> None:
+    """Print to the console even after nova's output was sent to ``--log``."""
+    print(*parts, file=_out)
+
+
+def interface_differences() -> tuple[int, list[str]]:
+    """nova's public methods, and how the adapter's differ (missing, or other parameters)."""
+    from nova.scheduler.client.report import SchedulerReportClient as Nova
+
+    import reportclient.nova
+
+    ours = reportclient.nova.SchedulerReportClient
+    names = sorted(n for n, _ in inspect.getmembers(Nova, callable) if not n.startswith("_"))
+    differences = []
+    for name in names:
+        if not hasattr(ours, name):
+            differences.append(f"{name}: missing")
+            continue
+        theirs = list(inspect.signature(getattr(Nova, name)).parameters)
+        mine = list(inspect.signature(getattr(ours, name)).parameters)
+        if theirs != mine:
+            differences.append(f"{name}: nova takes {theirs}, the adapter {mine}")
+    return len(names), differences
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--client", choices=("nova", "reportclient"), required=True)
+    parser.add_argument("--json", help="write the outcomes here")
+    parser.add_argument("--compare", help="nova's own outcomes (from --client nova --json)")
+    parser.add_argument("--log", help="send nova's own output (its services' logs) here")
+    parser.add_argument(
+        "--with-nova",
+        metavar="DIR",
+        help="run nova's own client at the same time in another process (one core each), "
+        "writing DIR/own.json and DIR/nova-own.log, and compare with it",
+    )
+    args = parser.parse_args(argv)
+    beside = None
+    if args.with_nova:
+        args.compare = os.path.join(args.with_nova, "own.json")
+        own_log = os.path.join(args.with_nova, "nova-own.log")
+        command = [sys.executable, "-m", "tests.nova.run", "--client", "nova"]
+        command.extend(["--json", args.compare, "--log", own_log])
+        beside = subprocess.Popen(command)
+    global _out
+    if args.log:
+        # nova's services log to the console (fd 1 and 2, whatever stream
+        # object they hold); the summary goes to the console kept aside.
+        _out = os.fdopen(os.dup(1), "w", buffering=1)
+        with open(args.log, "w") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+    started = time.monotonic()
+    outcome, private = run(args.client)
+    took = time.monotonic() - started
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"outcome": outcome, "private": private}, out, indent=1)
+    if not args.compare:
+        passed = sum(v == "pass" for v in outcome.values())
+        total = len(outcome)
+        say(f"nova functional on nova's own client: {passed} passed of {total} ({took:.0f} s)")
+        return 0
+    if beside is not None and beside.wait() != 0:
+        say(f"nova's own client run exited {beside.returncode}")
+        return 1
+    with open(args.compare) as given:
+        own = json.load(given)["outcome"]
+    methods, differences = interface_differences()
+    say(
+        f"SchedulerReportClient's public methods: {methods - len(differences)} of {methods} "
+        "with nova's parameters"
+    )
+    for difference in differences:
+        say(f"  {difference}")
+    counted = sorted(t for t in outcome if t not in private)
+    ours = [t for t in counted if outcome[t] == "pass"]
+    theirs = [t for t in counted if own.get(t) == "pass"]
+    say(f"\n== left out: {len(private)} test(s) reaching into nova's private report-client members")
+    for test in sorted(private):
+        say(f"  {test}: {', '.join(private[test])} (on reportclient: {outcome.get(test)})")
+    regressions = [t for t in theirs if outcome[t] != "pass" and t not in KNOWN]
+    say("\n== counted tests that do not pass on reportclient")
+    for test in counted:
+        if outcome[test] != "pass":
+            why = f" - {KNOWN[test]}" if test in KNOWN else ""
+            say(f"  {test}: {outcome[test]} (nova's own: {own.get(test)}){why}")
+    say(
+        f"\nnova functional on reportclient: {len(ours)} passed of {len(counted)} "
+        f"(nova's own client: {len(theirs)} passed) in {took:.0f} s"
+    )
+    known = [t for t in counted if outcome[t] != "pass" and t in KNOWN]
+    failed = len(counted) - len(ours) - len(known)
+    say(f"{len(known)} known difference(s) listed above, not counted as failures")
+    say(f"{len(ours)} passed, {failed} failed")
+    return 1 if regressions or differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
