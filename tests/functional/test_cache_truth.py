@@ -7,7 +7,7 @@ lost, a raw write through ``client.request``, a conflict's "expected N" outlivin
 it was meant for, a caller's ``retry_error_callback`` swallowing a write that may still land.
 
 The embedded Placement is one process, so every ordering is made by the fault proxy
-(``tests/faultproxy.py``): ``gate`` keeps a request until the test lets it commit,
+(``tests/support/faultproxy.py``): ``gate`` keeps a request until the test lets it commit,
 ``gate_answer`` keeps an answer Placement already gave until the test lets the client see
 it, ``drop_answer`` applies a write and loses its answer, ``hold`` keeps a write past the
 client's read timeout. What Placement holds is always read back with ``placement_admin``,
@@ -26,7 +26,6 @@ import tenacity
 import reportclient as rc
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import FaultProxy, RuleHandle, drop_answer, gate, gate_answer, hold
 from tests.functional._helpers import (
     CACHE_TTL,
     LATEST,
@@ -37,6 +36,7 @@ from tests.functional._helpers import (
     new_id,
     raw_body,
 )
+from tests.support.faultproxy import FaultProxy, RuleHandle, drop_answer, gate, gate_answer, hold
 
 pytestmark = pytest.mark.functional
 

@@ -19,7 +19,7 @@ from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import PROJECT, USER, new_id, wire
 from tests.functional._identity import IdentityStub, identity_stub
 from tests.functional.test_config import claim_and_check, password_section
-from tests.neighbours import NEIGHBOURS, conf_after
+from tests.support.neighbours import NEIGHBOURS, conf_after
 
 pytest.importorskip("oslo_config.cfg")
 

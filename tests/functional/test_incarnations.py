@@ -29,9 +29,9 @@ import pytest
 
 import reportclient as rc
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import FaultProxy, Match, hold
 from tests.functional._helpers import PROJECT, USER, held, new_id, raw_body
 from tests.functional._lost_answers import WAIT, CommitThenAct, LateAnswer, client_over
+from tests.support.faultproxy import FaultProxy, Match, hold
 
 pytestmark = pytest.mark.functional
 

@@ -30,16 +30,6 @@ from reportclient import (
     add_allocations,
 )
 from reportclient.testing import PlacementAdmin, PlacementServer
-from tests.faultproxy import (
-    FaultProxy,
-    Match,
-    RuleHandle,
-    answer,
-    answer_after_forwarding,
-    delay,
-    drop_answer,
-    hold,
-)
 from tests.functional._helpers import LATEST, PROJECT, USER, new_id, wire
 from tests.functional._outcome_helpers import (
     FaultTally,
@@ -48,6 +38,16 @@ from tests.functional._outcome_helpers import (
     no_sleep_retry,
     other_writer_puts,
     vcpu,
+)
+from tests.support.faultproxy import (
+    FaultProxy,
+    Match,
+    RuleHandle,
+    answer,
+    answer_after_forwarding,
+    delay,
+    drop_answer,
+    hold,
 )
 
 pytestmark = pytest.mark.functional

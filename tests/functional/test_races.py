@@ -32,7 +32,7 @@ from tests.functional._helpers import (
     run_together,
     wire,
 )
-from tests.waiting import until
+from tests.support.waiting import until
 
 THREADS = 8
 

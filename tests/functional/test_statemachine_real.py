@@ -28,15 +28,6 @@ from keystoneauth1 import token_endpoint
 
 import reportclient
 from reportclient.testing import PlacementAdmin, PlacementServer
-from tests.faultproxy import (
-    FaultProxy,
-    Match,
-    RuleHandle,
-    answer,
-    answer_after_forwarding,
-    drop_answer,
-    hold,
-)
 from tests.statemachine import (
     EMPTY,
     INVENTORY,
@@ -48,6 +39,15 @@ from tests.statemachine import (
     Stats,
     freeze,
     thaw,
+)
+from tests.support.faultproxy import (
+    FaultProxy,
+    Match,
+    RuleHandle,
+    answer,
+    answer_after_forwarding,
+    drop_answer,
+    hold,
 )
 
 pytestmark = pytest.mark.functional

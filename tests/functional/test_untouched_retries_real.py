@@ -4,7 +4,7 @@ A scheduler's claim lands on the provider right after each of the agent's
 reads, more times than the policy has attempts. Placement moves the
 provider generation on every claim, so each write conflicts; the re-read
 shows the field untouched, and the write goes again at once, uncounted,
-until one lands between claims (unit tests: tests/unit/test_untouched_retries.py).
+until one lands between claims (unit tests: tests/unit/engine/test_untouched_retries.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one write machine (tests/write_machine.py) on Placement's production shape: MariaDB.
+"""The one write machine (tests/machines/write_machine.py) on Placement's production shape: MariaDB.
 
 A smaller run than the functional one, on the session's 4-worker gunicorn cluster over
 MariaDB (``placement_cluster_mariadb``), where every read-back and the other writer may land
@@ -16,8 +16,8 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from reportclient.testing import PlacementAdmin, PlacementCluster
-from tests.write_http_backend import HttpBackend
-from tests.write_machine import Table, WriteMachine
+from tests.machines.write_machine import Table, WriteMachine
+from tests.support.write_http_backend import HttpBackend
 
 pytestmark = pytest.mark.functional
 

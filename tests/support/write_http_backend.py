@@ -23,7 +23,8 @@ from keystoneauth1 import token_endpoint
 
 import reportclient
 from reportclient.testing import PlacementAdmin
-from tests.faultproxy import (
+from tests.machines.write_machine import SERVICE
+from tests.support.faultproxy import (
     Action,
     FaultProxy,
     Match,
@@ -33,7 +34,6 @@ from tests.faultproxy import (
     drop_answer,
     hold,
 )
-from tests.write_machine import SERVICE
 
 #: The client's read timeout: how long a held write keeps it waiting.
 READ_TIMEOUT = 0.4

@@ -8,7 +8,7 @@ import textwrap
 
 from reportclient.fixture import make_client
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 README = ROOT / "README.rst"
 TESTING_PAGE = ROOT / "doc" / "source" / "testing.rst"
 

@@ -18,8 +18,8 @@ import pytest
 import reportclient
 from reportclient._engine.turns import Turns
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
+from tests.support.waiting import until
 from tests.unit.conftest import new_uuid
-from tests.waiting import until
 
 #: Bound on every wait here: a wrong implementation fails, it does not hang.
 BOUND = 10.0

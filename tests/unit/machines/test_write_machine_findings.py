@@ -1,4 +1,4 @@
-"""Two histories the write machine (tests/write_machine.py) found, pinned deterministically.
+"""Two histories the write machine (tests/machines/write_machine.py) found, pinned exactly.
 
 Each is one operation on the fake, with the fault and the other writer exactly where the
 machine put them (``FakeBackend.arm`` calls back after each of the client's requests, before
@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 import reportclient as rc
-from tests.unit.test_write_machine_fake import FakeBackend
+from tests.unit.machines.test_write_machine_fake import FakeBackend
 
 OWNER = {"project_id": "project-findings", "user_id": "user-findings"}
 

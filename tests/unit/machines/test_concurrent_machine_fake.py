@@ -1,4 +1,4 @@
-"""The concurrent machine (tests/concurrent_machine.py) on the fake Placement.
+"""The concurrent machine (tests/machines/concurrent_machine.py) on the fake Placement.
 
 Several threads of one shared client, another client, raw writes and lost answers, on the
 fake (``reportclient.fixture``): the fake serves in the requesting thread, so the shared
@@ -7,7 +7,7 @@ taken by the other client. Nothing sleeps; holds are bounded event waits.
 
 Today's code has known cache bugs (issue 35); this test prints the table and asserts every
 violation column is 0, so it fails until they are fixed. The checker's own honesty is proven
-in ``tests/unit/test_concurrent_checker.py``.
+in ``tests/unit/machines/test_concurrent_checker.py``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from keystoneauth1 import token_endpoint
 
 import reportclient as rc
 from reportclient.fixture import FakePlacement
-from tests.concurrent_machine import ACTOR, AMPLE, TTL, HoldingAdapter, Machine, Table
-from tests.concurrent_model import MISSING, State
-from tests.write_model import freeze
+from tests.machines.concurrent_machine import ACTOR, AMPLE, TTL, HoldingAdapter, Machine, Table
+from tests.machines.concurrent_model import MISSING, State
+from tests.machines.write_model import freeze
 
 SEEDS = range(8)
 STEPS = 30

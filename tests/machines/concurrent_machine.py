@@ -1,6 +1,6 @@
 """A concurrent model checker: several threads of ONE shared client, judged at quiescence.
 
-The sequential write machine (``tests/write_machine.py``) runs one operation at a time and
+The sequential write machine (``tests/machines/write_machine.py``) runs one operation at a time and
 observes Placement after each request. Here the point is what it cannot reach: threads of
 one ``PlacementClient`` overlapping each other, and what that does to the client's consumer
 cache. A seeded random run of steps over 2-3 consumers on 2 providers; each step runs, all
@@ -20,7 +20,8 @@ released together by a :class:`threading.Barrier`:
   processed after it, the overlap the cache's tickets exist for.
 
 After each step (threads joined, nothing in flight) a separate client reads every consumer
-and :class:`tests.concurrent_model.Checker` judges the step; see that module for the checks.
+and :class:`tests.machines.concurrent_model.Checker` judges the step; see that module for the
+checks.
 Every finding carries the history of its consumer, step by step, up to the finding.
 """
 
@@ -38,7 +39,7 @@ from typing import Any, Protocol
 import requests
 
 import reportclient as rc
-from tests.concurrent_model import (
+from tests.machines.concurrent_model import (
     CACHE,
     INFO,
     MISSING,
@@ -49,8 +50,8 @@ from tests.concurrent_model import (
     State,
     show,
 )
-from tests.write_machine import SHAPES
-from tests.write_model import Allocs, freeze, plus, thaw
+from tests.machines.write_machine import SHAPES
+from tests.machines.write_model import Allocs, freeze, plus, thaw
 
 PROJECT, USER = "project-concurrent", "user-concurrent"
 AMPLE = {"VCPU": 10**6, "MEMORY_MB": 10**6}

@@ -1,6 +1,6 @@
 """Each fix of the one-engine issue, reverted alone: a pytest plugin for proving the tests bite.
 
-``pytest -p tests.mutants`` with ``REPORTCLIENT_MUTANT=<name>`` (or
+``pytest -p tests.support.mutants`` with ``REPORTCLIENT_MUTANT=<name>`` (or
 ``<name>+<name>`` where two rules guard one fix) puts one fix back the way
 it was before (in this process only, by replacing one engine
 function), so the scenario test written for that fix must fail.

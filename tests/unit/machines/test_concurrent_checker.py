@@ -1,6 +1,7 @@
 """The concurrent machine's checker is honest: fabricated violating histories are reported.
 
-Each test hands :class:`tests.concurrent_model.Checker` one step that a correct client could
+Each test hands :class:`tests.machines.concurrent_model.Checker` one step that a correct client
+could
 never produce (or a cache view that lies) and asserts the finding's column; the controls show
 the same shapes without the fault pass clean. The last test runs the whole machine on the fake
 with a deliberately broken cache (every write's answer forgotten back to "missing") and
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tests.concurrent_model import MISSING, Checker, Event, Finding, State
-from tests.write_model import Allocs, freeze, plus
+from tests.machines.concurrent_model import MISSING, Checker, Event, Finding, State
+from tests.machines.write_model import Allocs, freeze, plus
 
 RP = "11111111-1111-1111-1111-111111111111"
 X: Allocs = freeze({RP: {"VCPU": 1}})
@@ -150,8 +151,8 @@ def test_real_time_order_is_respected() -> None:
 def test_the_machine_reports_a_deliberately_broken_cache() -> None:
     """A mutant cache that stores every answer as "missing": the run must say so."""
     import reportclient as rc
-    from tests.concurrent_machine import Machine
-    from tests.unit.test_concurrent_machine_fake import FakeBackend
+    from tests.machines.concurrent_machine import Machine
+    from tests.unit.machines.test_concurrent_machine_fake import FakeBackend
 
     backend = FakeBackend()
     machine = Machine(backend, seed=1, ttl=60.0, steps=10)

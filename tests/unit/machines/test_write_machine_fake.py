@@ -1,4 +1,4 @@
-"""The one write machine (tests/write_machine.py) on the fake Placement.
+"""The one write machine (tests/machines/write_machine.py) on the fake Placement.
 
 Faults come from the fake's own injection, armed *as the client's first write arrives* (a
 ``serve`` override), so the machine's reads and the other writer (raw HTTP to the same fake,
@@ -24,7 +24,7 @@ from keystoneauth1 import token_endpoint
 
 import reportclient
 from reportclient.fixture import FakePlacement, RequestRecord
-from tests.write_machine import SERVICE, TTL, Table, WriteMachine
+from tests.machines.write_machine import SERVICE, TTL, Table, WriteMachine
 
 SETTINGS = settings(
     max_examples=20,

@@ -1,6 +1,6 @@
 """The checker of the concurrent machine: what one step's history must satisfy at quiescence.
 
-``tests/concurrent_machine.py`` drives several threads of one shared ``PlacementClient``
+``tests/machines/concurrent_machine.py`` drives several threads of one shared ``PlacementClient``
 (plus another client, raw writes and lost answers) a step at a time; after each step,
 with every thread joined and nothing in flight, it hands this module what happened
 (:class:`Event` per operation, with its invocation and return ticks), what Placement held
@@ -37,7 +37,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 
-from tests.write_model import EMPTY, Allocs, thaw
+from tests.machines.write_model import EMPTY, Allocs, thaw
 
 #: A consumer as Placement holds it: (generation, allocations); MISSING when it does not exist.
 State = tuple[int | None, Allocs]

@@ -13,9 +13,9 @@ import requests_mock
 import reportclient
 from reportclient import config
 from reportclient.fixture import FakePlacement
-from tests.neighbours import NEIGHBOURS, conf_after
+from tests.support.neighbours import NEIGHBOURS, conf_after
 from tests.unit.conftest import MISSING, URL, consumer_conflict
-from tests.unit.test_config import (
+from tests.unit.public.test_config import (
     CONSUMER,
     INTERNAL,
     PASSWORD_CONF,

@@ -1,4 +1,4 @@
-"""One Jepsen-style machine for every write operation, judged by ``tests/write_model.py``.
+"""One Jepsen-style machine for every write operation, judged by ``tests/machines/write_model.py``.
 
 The world: three consumer slots allocating on two ample providers; two field providers
 (inventories, traits, aggregates); a reshape root and child with one consumer holding the
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 import reportclient as rc
-from tests.write_model import (
+from tests.machines.write_model import (
     COLUMNS,
     EMPTY,
     Allocs,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 #: What only the fake Placement needs (the ``fixture`` extra), and the fake itself.
 FAKE_ONLY = (

@@ -16,7 +16,7 @@ from tests.unit.conftest import (
     calls,
     new_uuid,
 )
-from tests.unit.test_outcomes_fake import once_after
+from tests.unit.engine.outcomes.test_outcomes_fake import once_after
 
 
 @pytest.fixture

@@ -1,0 +1,1 @@
+"""Test code the suites share: the fault proxy, mutants, waiting, neighbours' options."""
