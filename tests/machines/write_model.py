@@ -1,16 +1,16 @@
 """The one judge of every generation-guarded write: a trace of what Placement held, per request.
 
-The older checkers (``tests/statemachine.py``, ``tests/provider_statemachine.py``) enumerate
-the histories an operation *may* have had around one other write and ask whether the final
-read-back is one of them. With deletes and re-creations between any two requests, and
-operations on up to three subjects, that enumeration explodes; so this checker *observes*
-instead. Every backend calls the machine back after each of the client's requests (before
-the client sees the answer), and the machine reads every subject of the operation there, and
-around every write of the other writer. The result is a :class:`Trace`: the states Placement
-held, in order, each step labelled with who moved it. Nothing else writes, so a client step
-that moved a subject (its generation, its existence) is one of the client's writes landing:
-a *landing*. A slow write that lands after the client's re-read is folded into the re-read's
-step; what the re-read *saw* is the step's ``before``.
+The checkers it replaced (a consumer and a provider state machine, retired in issue 36; see
+doc/source/testing.rst) enumerated the histories an operation *may* have had around one other
+write and asked whether the final read-back was one of them. With deletes and re-creations
+between any two requests, and operations on up to three subjects, that enumeration explodes; so
+this checker *observes* instead. Every backend calls the machine back after each of the
+client's requests (before the client sees the answer), and the machine reads every subject of
+the operation there, and around every write of the other writer. The result is a
+:class:`Trace`: the states Placement held, in order, each step labelled with who moved it.
+Nothing else writes, so a client step that moved a subject (its generation, its existence) is
+one of the client's writes landing: a *landing*. A slow write that lands after the client's
+re-read is folded into the re-read's step; what the re-read *saw* is the step's ``before``.
 
 The rule every write obeys (``reportclient/_engine/fate.py``) is that at most one write of an
 operation ever lands (per field written, for a reconcile), and that it lands on the state it
