@@ -6,12 +6,7 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import new_uuid
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
+from tests.support.wire import new_uuid
 
 
 @pytest.fixture

@@ -7,13 +7,8 @@ import threading
 import pytest
 
 import reportclient
-from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import CACHE_TTL, FakeClock, new_uuid
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
+from reportclient.fixture import FakeClock, FakePlacement, make_client
+from tests.support.wire import CACHE_TTL, new_uuid
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from reportclient import Inventory, ProviderSpec, Reshape, ReshapeState
 from reportclient._clients.providers import ProviderClient
 from reportclient._model.providers import ProviderInventories, inventories_from, stored_ratio
 from reportclient.fixture import FakePlacement, RequestRecord, make_client
-from tests.unit.conftest import new_uuid
+from tests.support.wire import new_uuid
 
 #: (what a client sent, what Placement on MariaDB answered with afterwards).
 MARIADB_READS_BACK = [
@@ -39,11 +39,6 @@ WRITES = {"PUT", "POST", "PATCH", "DELETE"}
 
 # Placement's reshaper policy wants the service role (see test_reshaper.py).
 SERVICE = {"X-Roles": "admin,service"}
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 @pytest.fixture

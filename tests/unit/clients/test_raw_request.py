@@ -6,7 +6,8 @@ import pytest
 import requests
 
 import reportclient
-from tests.unit.conftest import URL, calls, error_body, refused, sent
+from tests.support.answers import error_body, refused
+from tests.support.wire import URL, calls, sent
 
 RP = "4e8e5957-649f-477b-9e5b-f1f75b21c03c"
 PROVIDER = {"uuid": RP, "name": "cn1", "generation": 0}

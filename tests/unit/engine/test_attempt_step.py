@@ -8,7 +8,8 @@ import tenacity
 import reportclient
 from reportclient import errors
 from reportclient._engine.attempt_step import Conflict, Next, after_conflict, look
-from tests.unit.conftest import PROJECT, URL, USER, allocations_body, consumer_conflict
+from tests.support.answers import allocations_body, consumer_conflict
+from tests.support.wire import PROJECT, URL, USER
 
 U, W, C = Next.UNTOUCHED, Next.WRONG_GUESS, Next.CONTENDED
 

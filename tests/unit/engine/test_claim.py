@@ -7,18 +7,14 @@ import requests_mock
 
 import reportclient
 from reportclient._model.validation import validate_uuid
-from tests.unit.conftest import (
+from tests.support.answers import (
     MISSING,
     NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
     allocations_body,
-    calls,
     consumer_conflict,
     error_body,
-    sent,
 )
+from tests.support.wire import PROJECT, URL, USER, calls, sent
 
 VCPU_1 = {"VCPU": 1, "MEMORY_MB": 512}
 

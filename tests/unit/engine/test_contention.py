@@ -16,15 +16,9 @@ from reportclient._engine.contention import (
     MIN_WINDOW,
     ContentionMemory,
 )
-from tests.unit.conftest import (
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    FakeClock,
-    allocations_body,
-    consumer_conflict,
-)
+from reportclient.fixture import FakeClock
+from tests.support.answers import NO_CONTENT, allocations_body, consumer_conflict
+from tests.support.wire import PROJECT, URL, USER
 
 S = "consumer 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 

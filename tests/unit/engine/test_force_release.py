@@ -5,13 +5,9 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import PROJECT, URL, USER, calls, error_body, new_uuid
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
+from reportclient.fixture import make_client
+from tests.support.answers import error_body
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid
 
 
 def test_force_release_is_one_delete_and_removes_what_others_wrote(fake):

@@ -11,19 +11,8 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import (
-    CACHE_TTL,
-    MISSING,
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    consumer_conflict,
-    new_uuid,
-    sent,
-)
+from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict
+from tests.support.wire import CACHE_TTL, PROJECT, URL, USER, calls, new_uuid, sent
 
 A, B, X = new_uuid(), new_uuid(), new_uuid()
 
@@ -38,11 +27,6 @@ def claim(client, consumer, allocs, **kwargs):
 
 def update(client, consumer, mutate):
     return client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 @pytest.fixture

@@ -11,18 +11,8 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import (
-    CACHE_TTL,
-    MISSING,
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    new_uuid,
-    sent,
-)
+from tests.support.answers import MISSING, NO_CONTENT, allocations_body
+from tests.support.wire import CACHE_TTL, PROJECT, URL, USER, calls, new_uuid, sent
 
 A, B = new_uuid(), new_uuid()
 
@@ -67,11 +57,6 @@ def edit_in_place(provider, amount):
         return current.allocations
 
     return mutate
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 @pytest.fixture

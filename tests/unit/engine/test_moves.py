@@ -7,25 +7,10 @@ import requests
 
 import reportclient
 from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import (
-    MISSING,
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    consumer_conflict,
-    new_uuid,
-    sent,
-)
+from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid, sent
 
 VCPU_2 = {"VCPU": 2}
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 @pytest.fixture

@@ -5,18 +5,8 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from tests.unit.conftest import (
-    MISSING,
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    consumer_conflict,
-    new_uuid,
-    sent,
-)
+from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid, sent
 
 VCPU_1 = {"VCPU": 1, "MEMORY_MB": 512}
 

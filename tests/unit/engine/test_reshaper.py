@@ -8,12 +8,7 @@ import reportclient
 from reportclient import Inventory, Reshape, ReshapeState
 from reportclient._clients.providers import ProviderClient
 from reportclient.fixture import FakePlacement, RequestRecord, make_client
-from tests.unit.conftest import new_uuid
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
+from tests.support.wire import new_uuid
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import requests_mock
 
 import reportclient
 from reportclient._gateway.consumer_cache import ConsumerCache
-from tests.unit.conftest import NO_CONTENT, PROJECT, URL, USER, allocations_body, new_uuid
+from tests.support.answers import NO_CONTENT, allocations_body
+from tests.support.wire import PROJECT, URL, USER, new_uuid
 
 THREADS = 8
 CLAIMS_PER_THREAD = 25

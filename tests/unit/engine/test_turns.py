@@ -13,13 +13,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 import reportclient
 from reportclient._engine.turns import Turns
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
 from tests.support.waiting import until
-from tests.unit.conftest import new_uuid
+from tests.support.wire import new_uuid
 
 #: Bound on every wait here: a wrong implementation fails, it does not hang.
 BOUND = 10.0
@@ -70,11 +68,6 @@ def test_a_thread_holding_a_turn_takes_no_other() -> None:
             with turns.turn("consumer b"):
                 assert turns.waiting("consumer b") == 0
     assert len(turns) == 0
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 def second_writer_after_first_read(

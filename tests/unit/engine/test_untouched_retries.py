@@ -20,12 +20,8 @@ import requests_mock
 import reportclient
 from reportclient._engine import guarded_write
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
-from tests.unit.conftest import URL, error_body, new_uuid
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
+from tests.support.answers import error_body
+from tests.support.wire import URL, new_uuid
 
 
 @pytest.fixture

@@ -12,15 +12,8 @@ import tenacity
 
 import reportclient
 from reportclient import errors
-from tests.unit.conftest import (
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    consumer_conflict,
-    sent,
-)
+from tests.support.answers import allocations_body, consumer_conflict
+from tests.support.wire import PROJECT, URL, USER, calls, sent
 
 NO_CONTENT = {"status_code": 204}
 MISSING = {"json": {"allocations": {}}}

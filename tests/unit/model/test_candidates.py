@@ -8,8 +8,8 @@ import pytest
 
 import reportclient
 from reportclient import AllocationCandidates, CandidatesQuery, RequestGroup, any_of
-from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import PROJECT, URL, USER, calls, new_uuid, sent
+from reportclient.fixture import make_client
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid, sent
 
 AGG = "5d0a3f4e-3a8e-4b8c-9e57-0f4a1f0a2b11"
 AGG2 = "0b6f2c5e-8f6b-4a36-9a0b-4b7f1e2d3c44"
@@ -170,11 +170,6 @@ def test_mappings_are_left_out_below_microversion_1_34(wire, rp):
 
 
 # -- against the fake ------------------------------------------------------------------
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 def test_fake_finds_only_providers_with_room_traits_and_aggregate(fake):

@@ -8,7 +8,7 @@ import pytest
 
 import reportclient
 from reportclient._gateway.consumer_cache import ConsumerCache
-from tests.unit.conftest import new_uuid
+from tests.support.wire import new_uuid
 
 RP1, RP2 = new_uuid(), new_uuid()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from tests.unit.conftest import new_uuid
+from tests.support.wire import new_uuid
 
 RP1, RP2 = new_uuid(), new_uuid()
 

@@ -8,7 +8,7 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import PROJECT, URL, USER, calls, new_uuid
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid
 
 
 def test_provider_usages_parse_generation_and_amounts(wire, client, rp):

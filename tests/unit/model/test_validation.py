@@ -5,16 +5,8 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from tests.unit.conftest import (
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    new_uuid,
-    sent,
-)
+from tests.support.answers import NO_CONTENT, allocations_body
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid, sent
 
 RP = new_uuid()
 

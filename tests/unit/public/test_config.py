@@ -12,7 +12,8 @@ from keystoneauth1 import fixture as ks_fixture
 
 import reportclient
 from reportclient import config
-from tests.unit.conftest import MISSING, URL, root_document
+from tests.support.answers import MISSING, root_document
+from tests.support.wire import URL
 
 oslo_cfg = pytest.importorskip("oslo_config.cfg")
 

@@ -13,8 +13,9 @@ import requests_mock
 import reportclient
 from reportclient import config
 from reportclient.fixture import FakePlacement
+from tests.support.answers import MISSING, consumer_conflict
 from tests.support.neighbours import NEIGHBOURS, conf_after
-from tests.unit.conftest import MISSING, URL, consumer_conflict
+from tests.support.wire import URL
 from tests.unit.public.test_config import (
     CONSUMER,
     INTERNAL,

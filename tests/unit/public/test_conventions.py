@@ -12,15 +12,8 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
 import reportclient
-from tests.unit.conftest import (
-    MISSING,
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    consumer_conflict,
-)
+from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict
+from tests.support.wire import PROJECT, URL, USER
 
 VCPU_1 = {"VCPU": 1}
 

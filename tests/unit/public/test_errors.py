@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from tests.unit.conftest import PROJECT, URL, USER, error_body
+from tests.support.answers import error_body
+from tests.support.wire import PROJECT, URL, USER
 
 REQ = "req-22222222-2222-4222-8222-222222222222"
 

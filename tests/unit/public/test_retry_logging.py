@@ -15,16 +15,8 @@ import pytest
 import tenacity
 
 import reportclient
-from tests.unit.conftest import (
-    MISSING,
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    consumer_conflict,
-    refused,
-)
+from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict, refused
+from tests.support.wire import PROJECT, URL, USER
 
 RETRY_LINE = "attempt 1 failed"
 

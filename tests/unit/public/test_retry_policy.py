@@ -9,17 +9,14 @@ import pytest
 import tenacity
 
 import reportclient
-from tests.unit.conftest import (
+from tests.support.answers import (
     MISSING,
     NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
     allocations_body,
     consumer_conflict,
     error_body,
-    new_uuid,
 )
+from tests.support.wire import PROJECT, URL, USER, new_uuid
 
 
 def always_conflicting(wire, consumer):

@@ -13,7 +13,8 @@ from keystoneauth1 import token_endpoint
 from keystoneauth1.identity import v3
 
 import reportclient
-from tests.unit.conftest import MISSING, PROJECT, URL, USER
+from tests.support.answers import MISSING
+from tests.support.wire import PROJECT, URL, USER
 
 AUTH_URL = "http://keystone.test/v3"
 PASSWORD = "never-print-this-password"  # asserted absent from what is raised

@@ -8,7 +8,8 @@ import pytest
 import requests
 
 import reportclient
-from tests.unit.conftest import MISSING, NO_CONTENT, PROJECT, TOKEN, URL, USER, error_body
+from tests.support.answers import MISSING, NO_CONTENT, error_body
+from tests.support.wire import PROJECT, TOKEN, URL, USER
 
 REQ = "req-33333333-3333-4333-8333-333333333333"
 

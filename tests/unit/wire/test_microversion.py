@@ -7,15 +7,8 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
 import reportclient
-from tests.unit.conftest import (
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    root_document,
-    sent,
-)
+from tests.support.answers import NO_CONTENT, allocations_body, root_document
+from tests.support.wire import PROJECT, URL, USER, sent
 
 
 def unpinned(**kwargs):

@@ -7,7 +7,7 @@ import requests
 from keystoneauth1 import session as ks_session
 
 import reportclient
-from tests.unit.conftest import URL
+from tests.support.wire import URL
 
 
 def _pool_sizes(session: requests.Session) -> dict[str, int]:

@@ -31,7 +31,8 @@ from reportclient.errors import (
     PlacementError,
     PlacementUnavailable,
 )
-from tests.unit.conftest import URL, root_document
+from tests.support.answers import root_document
+from tests.support.wire import URL
 
 SECRET = "tok-SECRET-1234"
 REQ = "req-55555555-5555-4555-8555-555555555555"

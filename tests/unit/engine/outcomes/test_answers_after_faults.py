@@ -28,7 +28,7 @@ import pytest
 import reportclient
 from reportclient import Inventory
 from reportclient.fixture import FakePlacement, RequestRecord, make_client
-from tests.unit.conftest import PROJECT, USER, new_uuid
+from tests.support.wire import PROJECT, USER, new_uuid
 
 TRAIT = "HW_CPU_X86_AVX2"
 #: The retired machines' faults, each aimed at the operation's first write.

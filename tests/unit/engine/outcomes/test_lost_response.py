@@ -6,17 +6,8 @@ import pytest
 import requests
 
 import reportclient
-from tests.unit.conftest import (
-    MISSING,
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    refused,
-    sent,
-)
+from tests.support.answers import MISSING, NO_CONTENT, allocations_body, refused
+from tests.support.wire import PROJECT, URL, USER, calls, sent
 
 VCPU_1 = {"VCPU": 1}
 

@@ -8,20 +8,9 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakeClock, FakePlacement, make_client
-from tests.unit.conftest import (
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    new_uuid,
-)
+from tests.support.answers import allocations_body
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid
 from tests.unit.engine.outcomes.test_outcomes_fake import once_after
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 def test_claim_whose_lost_write_others_then_built_on_is_outcome_unknown_not_consumer_changed(

@@ -14,18 +14,8 @@ import pytest
 import requests
 
 import reportclient
-from tests.unit.conftest import (
-    MISSING,
-    NO_CONTENT,
-    PROJECT,
-    URL,
-    USER,
-    allocations_body,
-    calls,
-    error_body,
-    new_uuid,
-    sent,
-)
+from tests.support.answers import MISSING, NO_CONTENT, allocations_body, error_body
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid, sent
 
 A, B = new_uuid(), new_uuid()
 RESET = {"exc": requests.exceptions.ConnectionError("reset")}

@@ -11,12 +11,7 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakePlacement, RequestRecord, make_client
-from tests.unit.conftest import PROJECT, USER, new_uuid
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
+from tests.support.wire import PROJECT, USER, new_uuid
 
 
 @pytest.fixture

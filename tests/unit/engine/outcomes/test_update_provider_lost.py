@@ -7,7 +7,7 @@ import requests
 import requests_mock
 
 import reportclient
-from tests.unit.conftest import URL, new_uuid
+from tests.support.wire import URL, new_uuid
 
 TIMEOUT = {"exc": requests.exceptions.ReadTimeout("slow")}
 

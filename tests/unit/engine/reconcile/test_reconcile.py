@@ -8,14 +8,9 @@ import reportclient
 from reportclient import Inventory, ProviderSpec
 from reportclient._clients.providers import ProviderClient
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
-from tests.unit.conftest import new_uuid
+from tests.support.wire import new_uuid
 
 AGG = "5a5b5c5d-0000-4000-8000-000000000001"
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 def client_for(fake: FakePlacement, **kwargs: object) -> ProviderClient:

@@ -9,15 +9,10 @@ from reportclient import ProviderSpec
 from reportclient._clients.providers import ProviderClient
 from reportclient._engine.reconcile import AGENT_MAX_STALENESS
 from reportclient.fixture import FakeClock, FakePlacement, make_client
-from tests.unit.conftest import new_uuid
+from tests.support.wire import new_uuid
 
 AGG = "5a5b5c5d-0000-4000-8000-000000000001"
 WINDOW = AGENT_MAX_STALENESS
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 @pytest.fixture

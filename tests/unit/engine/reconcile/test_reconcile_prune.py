@@ -9,12 +9,7 @@ from reportclient import ProviderSpec
 from reportclient._clients.providers import ProviderClient
 from reportclient._model.provider_tree import doomed_providers
 from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import new_uuid
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
+from tests.support.wire import new_uuid
 
 
 def client_for(fake: FakePlacement, microversion: str = "1.39") -> ProviderClient:

@@ -9,7 +9,7 @@ import pytest
 import reportclient
 from reportclient import Inventory, ProviderSpec
 from reportclient.fixture import FakePlacement, make_client
-from tests.unit.conftest import new_uuid
+from tests.support.wire import new_uuid
 
 ROOT = new_uuid()
 

@@ -10,15 +10,10 @@ from reportclient._clients.providers import ProviderClient
 from reportclient._gateway.provider_cache import ProviderCache
 from reportclient._model.providers import ProviderAggregates, ProviderInventories, ProviderTraits
 from reportclient.fixture import FakeClock, FakePlacement, make_client
-from tests.unit.conftest import new_uuid
+from tests.support.wire import new_uuid
 
 AGG = "5a5b5c5d-0000-4000-8000-000000000002"
 TTL = 300.0
-
-
-@pytest.fixture
-def fake() -> FakePlacement:
-    return FakePlacement()
 
 
 @pytest.fixture
