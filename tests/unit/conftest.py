@@ -77,3 +77,14 @@ def consumer() -> str:
 def fake() -> FakePlacement:
     """A fresh fake Placement (a file wanting other options defines its own)."""
     return FakePlacement()
+
+
+@pytest.fixture
+def tree(fake: FakePlacement) -> tuple[str, str, str]:
+    """A root holding VGPU (one unit allocated to a consumer) and an empty child: a reshape's."""
+    root = fake.create_provider(inventory={"VCPU": 8, "VGPU": 4})
+    child = fake.create_provider(parent=root)
+    consumer = new_uuid()
+    fake.put_allocations(consumer, {root: {"VCPU": 2, "VGPU": 1}})
+    fake.reset_requests()
+    return root, child, consumer

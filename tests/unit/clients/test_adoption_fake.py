@@ -6,6 +6,7 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakePlacement, make_client
+from tests.support.clients import client_on
 from tests.support.wire import new_uuid
 
 
@@ -22,14 +23,8 @@ def rp2(fake: FakePlacement) -> str:
 
 
 @pytest.fixture
-def sleeps() -> list[float]:
-    return []
-
-
-@pytest.fixture
 def client(fake: FakePlacement, sleeps: list[float]) -> reportclient.PlacementClient:
-    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
-    return make_client(fake, microversion="1.39", retry=policy)
+    return client_on(fake, sleeps, rand=1.0)
 
 
 def update(client, consumer, mutate, **kwargs):

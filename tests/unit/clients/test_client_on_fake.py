@@ -8,6 +8,7 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakeClock, FakePlacement, make_client
+from tests.support.clients import client_on
 from tests.support.wire import CACHE_TTL, new_uuid
 
 
@@ -17,28 +18,16 @@ def rp(fake: FakePlacement) -> str:
 
 
 @pytest.fixture
-def sleeps() -> list[float]:
-    return []
-
-
-@pytest.fixture
 def client(fake: FakePlacement, sleeps: list[float]) -> reportclient.PlacementClient:
-    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
     # A clock that stands still: contention windows start at their floor.
-    return make_client(fake, microversion="1.39", retry=policy, clock=FakeClock())
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+    return client_on(fake, sleeps, rand=1.0, clock=FakeClock())
 
 
 @pytest.fixture
 def cached_client(
     fake: FakePlacement, sleeps: list[float], clock: FakeClock
 ) -> reportclient.PlacementClient:
-    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 1.0)
-    return make_client(fake, microversion="1.39", retry=policy, cache_ttl=CACHE_TTL, clock=clock)
+    return client_on(fake, sleeps, rand=1.0, cache_ttl=CACHE_TTL, clock=clock)
 
 
 def claim(client, consumer, rp, vcpu=1):

@@ -235,17 +235,6 @@ def test_inventories_from_takes_every_spelling_of_an_inventory() -> None:
     assert out == {"VCPU": Inventory(8), "MEMORY_MB": Inventory(64), "DISK_GB": Inventory(9)}
 
 
-@pytest.fixture
-def tree(fake: FakePlacement) -> tuple[str, str, str]:
-    """A root with VGPU, one unit allocated to a consumer, and an empty child."""
-    root = fake.create_provider(inventory={"VCPU": 8, "VGPU": 4})
-    child = fake.create_provider(parent=root)
-    consumer = new_uuid()
-    fake.put_allocations(consumer, {root: {"VCPU": 2, "VGPU": 1}})
-    fake.reset_requests()
-    return root, child, consumer
-
-
 def reshape_of(**members: Any) -> Reshape:
     """A Reshape with members its type hints refuse, as an untyped caller can build one."""
     return Reshape(**members)

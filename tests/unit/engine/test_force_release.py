@@ -10,12 +10,18 @@ from tests.support.answers import error_body
 from tests.support.wire import PROJECT, URL, USER, calls, new_uuid
 
 
-def test_force_release_is_one_delete_and_removes_what_others_wrote(fake):
+@pytest.fixture
+def held(fake):
+    """(provider, consumer holding VCPU 3 on it, a client of the fake), requests reset."""
     rp = fake.create_provider(inventory={"VCPU": 8})
     consumer = new_uuid()
     fake.put_allocations(consumer, {rp: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
-    client = make_client(fake, microversion="1.39")
     fake.reset_requests()
+    return rp, consumer, make_client(fake, microversion="1.39")
+
+
+def test_force_release_is_one_delete_and_removes_what_others_wrote(fake, held):
+    rp, consumer, client = held
 
     assert client.force_release(consumer) is True
 
@@ -48,12 +54,8 @@ def test_force_release_does_not_take_an_unrelated_404_for_an_empty_consumer(wire
     assert calls(wire) == [("DELETE", f"/allocations/{consumer}")]
 
 
-def test_force_release_whose_answer_is_lost_is_not_sent_again(fake):
-    rp = fake.create_provider(inventory={"VCPU": 8})
-    consumer = new_uuid()
-    fake.put_allocations(consumer, {rp: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
-    client = make_client(fake, microversion="1.39")
-    fake.reset_requests()
+def test_force_release_whose_answer_is_lost_is_not_sent_again(fake, held):
+    _rp, consumer, client = held
     fake.lose_next_response(consumer)
 
     with pytest.raises(reportclient.PlacementUnavailable) as caught:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 import reportclient
-from reportclient.fixture import FakePlacement, make_client
+from reportclient.fixture import FakePlacement
 from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict
+from tests.support.clients import claim, client_on, update
 from tests.support.wire import CACHE_TTL, PROJECT, URL, USER, calls, new_uuid, sent
 
 A, B, X = new_uuid(), new_uuid(), new_uuid()
@@ -21,14 +22,6 @@ def path(consumer: str) -> str:
     return f"/allocations/{consumer}"
 
 
-def claim(client, consumer, allocs, **kwargs):
-    return client.claim(consumer, allocs, project_id=PROJECT, user_id=USER, **kwargs)
-
-
-def update(client, consumer, mutate):
-    return client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
-
-
 @pytest.fixture
 def rps(fake: FakePlacement) -> tuple[str, str, str]:
     """Providers A, B and X on the fake."""
@@ -36,8 +29,7 @@ def rps(fake: FakePlacement) -> tuple[str, str, str]:
 
 
 def on_fake(fake, sleeps, clock, ttl=0.0):
-    policy = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
-    return make_client(fake, microversion="1.39", retry=policy, cache_ttl=ttl, clock=clock)
+    return client_on(fake, sleeps, cache_ttl=ttl, clock=clock)
 
 
 def wire_log(fake: FakePlacement) -> list[tuple[str, int]]:

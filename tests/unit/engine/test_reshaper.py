@@ -8,13 +8,6 @@ import reportclient
 from reportclient import Inventory, Reshape, ReshapeState
 from reportclient._clients.providers import ProviderClient
 from reportclient.fixture import FakePlacement, RequestRecord, make_client
-from tests.support.wire import new_uuid
-
-
-@pytest.fixture
-def sleeps() -> list[float]:
-    return []
-
 
 # Placement's reshaper policy is role:service (its new defaults, which 16.0.0 enforces),
 # so the client sends the role nova's service token carries, as on the real service.
@@ -29,17 +22,6 @@ def client_for(fake: FakePlacement, sleeps: list[float], microversion: str = "1.
 @pytest.fixture
 def providers(fake: FakePlacement, sleeps: list[float]) -> ProviderClient:
     return client_for(fake, sleeps).providers
-
-
-@pytest.fixture
-def tree(fake: FakePlacement) -> tuple[str, str, str]:
-    """A root holding VGPU (one unit allocated to a consumer) and an empty child."""
-    root = fake.create_provider(inventory={"VCPU": 8, "VGPU": 4})
-    child = fake.create_provider(parent=root)
-    consumer = new_uuid()
-    fake.put_allocations(consumer, {root: {"VCPU": 2, "VGPU": 1}})
-    fake.reset_requests()
-    return root, child, consumer
 
 
 def move_vgpu(root: str, child: str, consumer: str):  # type: ignore[no-untyped-def]

@@ -8,19 +8,10 @@ import reportclient
 from reportclient import Inventory, ProviderSpec
 from reportclient._clients.providers import ProviderClient
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
+from tests.support.clients import providers_on
 from tests.support.wire import new_uuid
 
 AGG = "5a5b5c5d-0000-4000-8000-000000000001"
-
-
-def client_for(fake: FakePlacement, **kwargs: object) -> ProviderClient:
-    policy = reportclient.default_retry(sleep=lambda _s: None, rand=lambda: 0.5)
-    return make_client(fake, microversion="1.39", retry=policy, **kwargs).providers
-
-
-@pytest.fixture
-def providers(fake: FakePlacement) -> ProviderClient:
-    return client_for(fake)
 
 
 def tree(root: str, child: str, *, vcpus: int = 16, gpus: int = 2) -> list[ProviderSpec]:
@@ -78,7 +69,7 @@ def test_reconcile_of_an_unchanged_tree_reads_and_writes_nothing(
 def test_reconcile_with_a_trusted_cache_checks_an_unchanged_tree_in_one_request(
     fake: FakePlacement,
 ) -> None:
-    providers = client_for(fake, cache_ttl=60.0, clock=FakeClock())
+    providers = providers_on(fake, cache_ttl=60.0, clock=FakeClock())
     root, child = new_uuid(), new_uuid()
     providers.reconcile(tree(root, child))
     fake.reset_requests()
@@ -201,7 +192,7 @@ def test_specs_validate_inventories_into_typed_values() -> None:
 
 def test_trusted_cache_expires_after_cache_ttl_and_reads_again(fake: FakePlacement) -> None:
     clock = FakeClock()
-    providers = client_for(fake, cache_ttl=60.0, clock=clock)
+    providers = providers_on(fake, cache_ttl=60.0, clock=clock)
     root, child = new_uuid(), new_uuid()
     providers.reconcile(tree(root, child))
     clock.advance(61)
@@ -215,7 +206,7 @@ def test_trusted_cache_expires_after_cache_ttl_and_reads_again(fake: FakePlaceme
 def test_cached_field_is_not_trusted_when_the_listing_shows_another_generation(
     fake: FakePlacement,
 ) -> None:
-    providers = client_for(fake, cache_ttl=60.0, clock=FakeClock())
+    providers = providers_on(fake, cache_ttl=60.0, clock=FakeClock())
     root, child = new_uuid(), new_uuid()
     providers.reconcile(tree(root, child))
     fake.set_traits(root, ["HW_CPU_X86_AVX2", "CUSTOM_RACK_A", "COMPUTE_TRUSTED_CERTS"])

@@ -8,26 +8,10 @@ import reportclient
 from reportclient import ProviderSpec
 from reportclient._clients.providers import ProviderClient
 from reportclient._model.provider_tree import doomed_providers
-from reportclient.fixture import FakePlacement, make_client
+from reportclient.fixture import FakePlacement
+from tests.support.clients import providers_on
+from tests.support.trees import node
 from tests.support.wire import new_uuid
-
-
-def client_for(fake: FakePlacement, microversion: str = "1.39") -> ProviderClient:
-    policy = reportclient.default_retry(sleep=lambda _s: None, rand=lambda: 0.5)
-    return make_client(fake, microversion=microversion, retry=policy).providers
-
-
-@pytest.fixture
-def providers(fake: FakePlacement) -> ProviderClient:
-    return client_for(fake)
-
-
-def node(root: str, *children: str) -> list[ProviderSpec]:
-    """A compute node and its device children, as one agent describes them."""
-    return [ProviderSpec(root, f"cn-{root}", inventories={"VCPU": 8})] + [
-        ProviderSpec(child, f"dev-{child}", parent=root, inventories={"CUSTOM_GPU": 1})
-        for child in children
-    ]
 
 
 def methods(fake: FakePlacement) -> list[str]:
@@ -239,8 +223,8 @@ def test_a_child_moved_between_two_described_trees_is_re_parented_not_deleted(
 
 def test_re_parenting_below_1_37_is_refused_before_any_write(fake: FakePlacement) -> None:
     one, two, child = new_uuid(), new_uuid(), new_uuid()
-    client_for(fake).reconcile(node(one, child) + node(two))
-    providers = client_for(fake, microversion="1.36")
+    providers_on(fake).reconcile(node(one, child) + node(two))
+    providers = providers_on(fake, microversion="1.36")
     fake.reset_requests()
 
     with pytest.raises(reportclient.MicroversionUnsupported, match=r"needs microversion 1\.37"):
@@ -254,8 +238,8 @@ def test_re_parenting_from_a_tree_not_listed_below_1_37_is_refused_before_the_pu
     fake: FakePlacement,
 ) -> None:
     old_root, new_root, child = new_uuid(), new_uuid(), new_uuid()
-    client_for(fake).reconcile(node(old_root, child))
-    providers = client_for(fake, microversion="1.36")
+    providers_on(fake).reconcile(node(old_root, child))
+    providers = providers_on(fake, microversion="1.36")
     fake.reset_requests()
 
     with pytest.raises(reportclient.MicroversionUnsupported, match=f"provider {child}"):
@@ -267,7 +251,7 @@ def test_re_parenting_from_a_tree_not_listed_below_1_37_is_refused_before_the_pu
 def test_a_root_may_become_a_child_below_1_37(fake: FakePlacement) -> None:
     root, other = new_uuid(), new_uuid()
     fake.create_provider("other", other)
-    providers = client_for(fake, microversion="1.36")
+    providers = providers_on(fake, microversion="1.36")
 
     providers.reconcile([ProviderSpec(root, "root"), ProviderSpec(other, "other", parent=root)])
 

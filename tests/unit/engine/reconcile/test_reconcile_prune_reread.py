@@ -14,31 +14,16 @@ import pytest
 import reportclient
 from reportclient import ProviderSpec
 from reportclient._clients.providers import ProviderClient
-from reportclient.fixture import FakePlacement, RequestRecord, make_client
+from reportclient.fixture import FakePlacement, RequestRecord
+from tests.support.clients import providers_on
+from tests.support.trees import node
 from tests.support.wire import new_uuid
-
-
-def client_for(fake: FakePlacement) -> ProviderClient:
-    policy = reportclient.default_retry(sleep=lambda _s: None, rand=lambda: 0.5)
-    return make_client(fake, microversion="1.39", retry=policy).providers
-
-
-@pytest.fixture
-def providers(fake: FakePlacement) -> ProviderClient:
-    return client_for(fake)
 
 
 @pytest.fixture
 def other(fake: FakePlacement) -> ProviderClient:
     """Another agent's client on the same Placement."""
-    return client_for(fake)
-
-
-def node(root: str, *children: str) -> list[ProviderSpec]:
-    return [ProviderSpec(root, f"cn-{root}", inventories={"VCPU": 8})] + [
-        ProviderSpec(child, f"dev-{child}", parent=root, inventories={"CUSTOM_GPU": 1})
-        for child in children
-    ]
+    return providers_on(fake)
 
 
 def after_listing(fake: FakePlacement, tree: str, act: Callable[[], None]) -> None:
