@@ -8,7 +8,17 @@ from typing import Any
 
 import requests_mock
 
-__all__ = ["CACHE_TTL", "PROJECT", "TOKEN", "URL", "USER", "calls", "new_uuid", "sent"]
+__all__ = [
+    "CACHE_TTL",
+    "PROJECT",
+    "TOKEN",
+    "URL",
+    "USER",
+    "calls",
+    "new_uuid",
+    "on_consumer",
+    "sent",
+]
 
 URL = "http://placement.test"
 TOKEN = "s3cr3t-token-value"  # a test token; asserted absent from logs
@@ -31,3 +41,8 @@ def sent(wire: requests_mock.Mocker, index: int) -> dict[str, Any]:
     body = wire.request_history[index].body
     assert body is not None
     return dict(json.loads(body))
+
+
+def on_consumer(consumer: str, *methods: str) -> list[tuple[str, str]]:
+    """``calls(wire)`` of requests that all went to ``/allocations/{consumer}``, in order."""
+    return [(method, f"/allocations/{consumer}") for method in methods]

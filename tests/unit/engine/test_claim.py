@@ -14,7 +14,7 @@ from tests.support.answers import (
     consumer_conflict,
     error_body,
 )
-from tests.support.wire import PROJECT, URL, USER, calls, sent
+from tests.support.wire import PROJECT, URL, USER, calls, on_consumer, sent
 
 VCPU_1 = {"VCPU": 1, "MEMORY_MB": 512}
 
@@ -59,11 +59,7 @@ def test_claim_of_a_seen_consumer_reads_first_by_default(wire, client, consumer,
 
     state = client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
 
-    assert calls(wire) == [
-        ("PUT", f"/allocations/{consumer}"),
-        ("GET", f"/allocations/{consumer}"),
-        ("PUT", f"/allocations/{consumer}"),
-    ]
+    assert calls(wire) == on_consumer(consumer, "PUT", "GET", "PUT")
     assert sent(wire, 2)["consumer_generation"] == 1
     assert sent(wire, 2)["allocations"] == {rp: {"resources": {"VCPU": 2}}}
     assert state.generation == 2
@@ -123,11 +119,7 @@ def test_claim_retries_with_null_after_consumer_was_deleted(
 
     state = cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
 
-    assert calls(wire) == [
-        ("PUT", f"/allocations/{consumer}"),
-        ("GET", f"/allocations/{consumer}"),
-        ("PUT", f"/allocations/{consumer}"),
-    ]
+    assert calls(wire) == on_consumer(consumer, "PUT", "GET", "PUT")
     assert sent(wire, 0)["consumer_generation"] == 1
     assert sent(wire, 2)["consumer_generation"] is None
     assert state.generation == 1
@@ -144,10 +136,7 @@ def test_shelve_race_with_the_default_client_is_a_read_then_a_new_consumer_write
 
     state = client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
 
-    assert calls(wire) == [
-        ("GET", f"/allocations/{consumer}"),
-        ("PUT", f"/allocations/{consumer}"),
-    ]
+    assert calls(wire) == on_consumer(consumer, "GET", "PUT")
     assert sent(wire, 1)["consumer_generation"] is None
     assert sent(wire, 1)["allocations"] == {rp: {"resources": VCPU_1}}
     assert state.generation == 1
@@ -168,10 +157,7 @@ def test_update_of_unknown_consumer_reads_first_and_mutate_sees_its_allocations(
 
     state = client.update_allocations(consumer, add_one_vcpu, project_id=PROJECT, user_id=USER)
 
-    assert calls(wire) == [
-        ("GET", f"/allocations/{consumer}"),
-        ("PUT", f"/allocations/{consumer}"),
-    ]
+    assert calls(wire) == on_consumer(consumer, "GET", "PUT")
     assert seen == [{other_rp: {"VCPU": 4}}]
     assert sent(wire, 1)["consumer_generation"] == 3
     assert sent(wire, 1)["allocations"] == {

@@ -18,6 +18,7 @@ from reportclient._engine.contention import (
 )
 from reportclient.fixture import FakeClock
 from tests.support.answers import NO_CONTENT, allocations_body, consumer_conflict
+from tests.support.clients import update
 from tests.support.wire import PROJECT, URL, USER
 
 S = "consumer 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -122,12 +123,7 @@ def test_contention_seen_by_a_conflict_scales_the_wait(wire, client, sleeps, con
     wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
     wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("4", "1"), NO_CONTENT])
 
-    client.update_allocations(
-        consumer,
-        reportclient.add_allocations({rp: {"VCPU": 1}}),
-        project_id=PROJECT,
-        user_id=USER,
-    )
+    update(client, consumer, reportclient.add_allocations({rp: {"VCPU": 1}}))
 
     assert sleeps == [pytest.approx(0.5 * 4 * MIN_WINDOW)]  # rand pinned at 0.5
 
@@ -163,12 +159,7 @@ def test_an_operation_colliding_again_and_again_waits_less_each_time(
         [consumer_conflict("8", "1")] * 3 + [NO_CONTENT],
     )
 
-    client.update_allocations(
-        consumer,
-        reportclient.add_allocations({rp: {"VCPU": 1}}),
-        project_id=PROJECT,
-        user_id=USER,
-    )
+    update(client, consumer, reportclient.add_allocations({rp: {"VCPU": 1}}))
 
     # rand pinned at 0.5: half of each window.
     assert sleeps == pytest.approx([0.5 * 8.0, 0.5 * 4.0, 0.5 * LATER_FLOOR])

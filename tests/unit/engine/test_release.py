@@ -6,9 +6,15 @@ import pytest
 
 import reportclient
 from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict
-from tests.support.wire import PROJECT, URL, USER, calls, new_uuid, sent
+from tests.support.wire import PROJECT, URL, USER, calls, new_uuid, on_consumer, sent
 
 VCPU_1 = {"VCPU": 1, "MEMORY_MB": 512}
+
+
+def emptied(wire, index):
+    """(allocations, consumer_generation, project_id, user_id) of the ``index``-th request."""
+    body = sent(wire, index)
+    return body["allocations"], body["consumer_generation"], body["project_id"], body["user_id"]
 
 
 def test_release_of_cached_consumer_sends_empty_write_with_generation(
@@ -20,10 +26,7 @@ def test_release_of_cached_consumer_sends_empty_write_with_generation(
     cached_client.release(consumer)
 
     assert calls(wire) == [("PUT", f"/allocations/{consumer}")] * 2
-    body = sent(wire, 1)
-    assert body["allocations"] == {}
-    assert body["consumer_generation"] == 1
-    assert (body["project_id"], body["user_id"]) == (PROJECT, USER)
+    assert emptied(wire, 1) == ({}, 1, PROJECT, USER)
     assert not cached_client.cached(consumer).exists
 
 
@@ -34,15 +37,8 @@ def test_release_of_a_seen_consumer_reads_first_by_default(wire, client, consume
 
     client.release(consumer)
 
-    assert calls(wire) == [
-        ("PUT", f"/allocations/{consumer}"),
-        ("GET", f"/allocations/{consumer}"),
-        ("PUT", f"/allocations/{consumer}"),
-    ]
-    body = sent(wire, 2)
-    assert body["allocations"] == {}
-    assert body["consumer_generation"] == 2
-    assert (body["project_id"], body["user_id"]) == (PROJECT, USER)
+    assert calls(wire) == on_consumer(consumer, "PUT", "GET", "PUT")
+    assert emptied(wire, 2) == ({}, 2, PROJECT, USER)
     assert not client.cached(consumer).exists
 
 

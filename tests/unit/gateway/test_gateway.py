@@ -13,6 +13,7 @@ import tenacity
 import reportclient
 from reportclient import errors
 from tests.support.answers import allocations_body, consumer_conflict
+from tests.support.clients import update
 from tests.support.wire import PROJECT, URL, USER, calls, sent
 
 NO_CONTENT = {"status_code": 204}
@@ -183,12 +184,7 @@ def test_subtract_after_a_conflict_and_a_delete_is_gone_not_not_held(client, wir
     wire.put(f"{URL}/allocations/{consumer}", **consumer_conflict("3", "2"))
 
     with pytest.raises(errors.ConsumerGone):
-        client.update_allocations(
-            consumer,
-            reportclient.subtract_allocations({rp: {"VCPU": 1}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, reportclient.subtract_allocations({rp: {"VCPU": 1}}))
 
 
 def test_a_claim_carrying_a_stale_hint_is_retried_at_once(client, wire, consumer, rp, sleeps):

@@ -16,6 +16,7 @@ import tenacity
 
 import reportclient
 from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict, refused
+from tests.support.clients import update
 from tests.support.wire import PROJECT, URL, USER
 
 RETRY_LINE = "attempt 1 failed"
@@ -80,12 +81,7 @@ def test_conflict_on_a_write_from_a_fresh_read_is_logged_at_warning_and_backs_of
     wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("2", "1"), NO_CONTENT])
 
     with caplog.at_level(logging.DEBUG, logger="reportclient"):
-        client.update_allocations(
-            consumer,
-            reportclient.add_allocations({rp: {"VCPU": 1}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, reportclient.add_allocations({rp: {"VCPU": 1}}))
 
     assert [r.levelno for r in retry_records(caplog)] == [logging.WARNING]
     # Half the engine's first window: one write landed since the read ("expected

@@ -16,6 +16,7 @@ from tests.support.answers import (
     consumer_conflict,
     error_body,
 )
+from tests.support.clients import update
 from tests.support.wire import PROJECT, URL, USER, new_uuid
 
 
@@ -171,12 +172,7 @@ def test_retries_are_logged_at_warning_with_consumer_and_attempt(
     wire.put(f"{URL}/allocations/{consumer}", [consumer_conflict("2", "1"), NO_CONTENT])
 
     with caplog.at_level(logging.WARNING, logger="reportclient"):
-        client.update_allocations(
-            consumer,
-            reportclient.add_allocations({rp: {"VCPU": 1}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, reportclient.add_allocations({rp: {"VCPU": 1}}))
 
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [r.levelno for r in warnings] == [logging.WARNING]

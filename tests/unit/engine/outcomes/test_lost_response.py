@@ -7,6 +7,7 @@ import requests
 
 import reportclient
 from tests.support.answers import MISSING, NO_CONTENT, allocations_body, refused
+from tests.support.clients import update
 from tests.support.wire import PROJECT, URL, USER, calls, sent
 
 VCPU_1 = {"VCPU": 1}
@@ -34,12 +35,7 @@ def test_timeout_after_write_that_did_not_land_writes_again_from_what_was_read(
     )
     wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: VCPU_1}, 1))
 
-    state = client.update_allocations(
-        consumer,
-        reportclient.replace_allocations({rp: {"VCPU": 2}}),
-        project_id=PROJECT,
-        user_id=USER,
-    )
+    state = update(client, consumer, reportclient.replace_allocations({rp: {"VCPU": 2}}))
 
     assert [m for m, _ in calls(wire)] == ["GET", "PUT", "GET", "PUT"]
     assert sent(wire, 3)["consumer_generation"] == 1
@@ -79,12 +75,7 @@ def test_lost_answer_to_cached_update_does_not_double_claim(wire, cached_client,
     cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
 
     with pytest.raises(reportclient.OutcomeUnknown) as err:
-        cached_client.update_allocations(
-            consumer,
-            reportclient.add_allocations({rp: {"VCPU": 1}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(cached_client, consumer, reportclient.add_allocations({rp: {"VCPU": 1}}))
 
     assert [m for m, _ in calls(wire)] == ["PUT", "PUT", "GET"]
     assert err.value.sent == reportclient.AllocationWrite(
@@ -109,12 +100,7 @@ def test_lost_answer_to_update_does_not_double_claim_by_default(wire, client, co
     client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
 
     with pytest.raises(reportclient.OutcomeUnknown) as err:
-        client.update_allocations(
-            consumer,
-            reportclient.add_allocations({rp: {"VCPU": 1}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, reportclient.add_allocations({rp: {"VCPU": 1}}))
 
     assert [m for m, _ in calls(wire)] == ["PUT", "GET", "PUT", "GET"]
     assert err.value.sent.consumer_generation == 1

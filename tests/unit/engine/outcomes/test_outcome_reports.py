@@ -9,6 +9,7 @@ import pytest
 import reportclient
 from reportclient.fixture import FakeClock, FakePlacement, make_client
 from tests.support.answers import allocations_body
+from tests.support.clients import update
 from tests.support.wire import PROJECT, URL, USER, calls, new_uuid
 from tests.unit.engine.outcomes.test_outcomes_fake import once_after
 
@@ -60,12 +61,7 @@ def test_outcome_unknown_after_a_5xx_carries_its_status_request_id_and_cause(wir
     )
 
     with pytest.raises(reportclient.OutcomeUnknown) as caught:
-        client.update_allocations(
-            consumer,
-            reportclient.add_allocations({rp: {"VCPU": 1}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, reportclient.add_allocations({rp: {"VCPU": 1}}))
 
     error = caught.value
     assert [m for m, _ in calls(wire)] == ["GET", "PUT", "GET"]
