@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import requests
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
@@ -74,6 +75,17 @@ CHANGES = (
 #: Placement's reshaper policy is role:service (not admin), as nova's service token has.
 SERVICE = {"X-Roles": "admin,service"}
 VERBS = ("write", "add", "bump", "delete", "recreate", "recreate-same")
+
+
+def machine_settings(examples: int, steps: int) -> settings:
+    """Hypothesis settings every driver uses: reproducible runs, no deadline, no database."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        derandomize=True,
+        database=None,
+    )
 
 
 class Admin(Protocol):

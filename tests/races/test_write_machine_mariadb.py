@@ -12,11 +12,10 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from reportclient.testing import PlacementAdmin, PlacementCluster
-from tests.machines.write_machine import Table, WriteMachine
+from tests.machines.write_machine import Table, WriteMachine, machine_settings
 from tests.support.write_http_backend import HttpBackend
 
 pytestmark = pytest.mark.functional
@@ -40,13 +39,7 @@ def test_every_write_on_mariadb(
     try:
         run_state_machine_as_test(
             lambda: WriteMachine(HttpBackend(port, admin), 0.0, stats, "mariadb"),  # type: ignore[arg-type]
-            settings=settings(
-                max_examples=3,
-                stateful_step_count=10,
-                deadline=None,
-                derandomize=True,
-                database=None,
-            ),
+            settings=machine_settings(3, 10),
         )
     finally:
         logger.setLevel(level)

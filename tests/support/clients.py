@@ -6,9 +6,9 @@ from typing import Any
 
 import reportclient
 from reportclient.fixture import FakePlacement, make_client
-from tests.support.wire import PROJECT, USER
+from tests.support.wire import PROJECT, URL, USER
 
-__all__ = ["claim", "client_on", "update"]
+__all__ = ["claim", "client_on", "endpoint_client", "providers_on", "update"]
 
 
 def client_on(
@@ -39,3 +39,12 @@ def update(client: reportclient.PlacementClient, consumer: str, mutate: Any) -> 
 def providers_on(fake: FakePlacement, **kwargs: Any) -> Any:
     """The provider client of a never-sleeping ``client_on(fake, **kwargs)``."""
     return client_on(fake, **kwargs).providers
+
+
+def endpoint_client(sleeps: list[float], **policy: Any) -> reportclient.PlacementClient:
+    """A client of the requests-mock ``URL`` at 1.39 whose policy (``default_retry``'s
+    keywords) records its sleeps in ``sleeps``."""
+    retry = reportclient.default_retry(sleep=sleeps.append, rand=lambda: 0.5, **policy)
+    return reportclient.PlacementClient.from_endpoint(
+        URL, token="t", microversion="1.39", retry=retry
+    )

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import requests
-from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
@@ -24,15 +23,9 @@ from keystoneauth1 import token_endpoint
 
 import reportclient
 from reportclient.fixture import FakePlacement, RequestRecord
-from tests.machines.write_machine import SERVICE, TTL, Table, WriteMachine
+from tests.machines.write_machine import SERVICE, TTL, Table, WriteMachine, machine_settings
 
-SETTINGS = settings(
-    max_examples=20,
-    stateful_step_count=20,
-    deadline=None,
-    derandomize=True,
-    database=None,
-)
+SETTINGS = machine_settings(20, 20)
 FIRED = {"lost", "lost-timeout", "fail", "fail-after-commit", "delayed"}
 WRITES = ("PUT", "POST", "DELETE")
 

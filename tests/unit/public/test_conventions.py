@@ -13,6 +13,7 @@ from keystoneauth1.identity import v3
 
 import reportclient
 from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict
+from tests.support.clients import endpoint_client
 from tests.support.wire import PROJECT, URL, USER
 
 VCPU_1 = {"VCPU": 1}
@@ -78,10 +79,7 @@ def test_requests_are_logged_under_reportclient_wire(wire, client, consumer, cap
 def test_retries_and_give_ups_are_logged_under_reportclient_retry(
     wire, sleeps, consumer, rp, caplog
 ):
-    policy = reportclient.default_retry(attempts=2, sleep=sleeps.append, rand=lambda: 0.5)
-    client = reportclient.PlacementClient.from_endpoint(
-        URL, token="t", microversion="1.39", retry=policy
-    )
+    client = endpoint_client(sleeps, attempts=2)
     wire.put(f"{URL}/allocations/{consumer}", **consumer_conflict("null", "1"))
     wire.get(f"{URL}/allocations/{consumer}", **MISSING)
 

@@ -16,7 +16,7 @@ import tenacity
 
 import reportclient
 from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict, refused
-from tests.support.clients import update
+from tests.support.clients import endpoint_client, update
 from tests.support.wire import PROJECT, URL, USER
 
 RETRY_LINE = "attempt 1 failed"
@@ -103,10 +103,7 @@ def test_unreachable_placement_is_logged_at_warning(wire, client, sleeps, consum
 
 
 def test_policy_giving_up_logs_one_error(wire, sleeps, consumer, rp, caplog):
-    policy = reportclient.default_retry(attempts=3, sleep=sleeps.append, rand=lambda: 0.5)
-    client = reportclient.PlacementClient.from_endpoint(
-        URL, token="t", microversion="1.39", retry=policy
-    )
+    client = endpoint_client(sleeps, attempts=3)
     wire.put(f"{URL}/allocations/{consumer}", **consumer_conflict("null", "1"))
     wire.get(f"{URL}/allocations/{consumer}", **MISSING)
 
