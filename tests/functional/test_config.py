@@ -7,7 +7,6 @@ whose catalog points at that Placement.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,9 @@ from reportclient import PlacementAuthError, PlacementClient, PlacementEndpointE
 from reportclient.config import client_from_cloud, client_from_conf, client_from_env
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import claim, held, new_id, wire
-from tests.functional._identity import PASSWORD, IdentityStub, identity_stub
+from tests.functional._identity import PASSWORD, IdentityStub
 
 cfg = pytest.importorskip("oslo_config.cfg")
-
-
-@pytest.fixture
-def keystone(real_placement: EmbeddedPlacement) -> Iterator[IdentityStub]:
-    with identity_stub(real_placement.url) as stub:
-        yield stub
 
 
 def load_conf(tmp_path: Path, section: str) -> Any:

@@ -8,7 +8,6 @@ refused with a typed error before Keystone or Placement sees a request.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,6 @@ from tests.functional.test_config import claim_and_check, password_section
 from tests.support.neighbours import NEIGHBOURS, conf_after
 
 pytest.importorskip("oslo_config.cfg")
-
-
-@pytest.fixture
-def keystone(real_placement: EmbeddedPlacement) -> Iterator[IdentityStub]:
-    with identity_stub(real_placement.url) as stub:
-        yield stub
 
 
 def section(tmp_path: Path, body: str) -> str:
