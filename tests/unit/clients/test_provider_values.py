@@ -117,16 +117,19 @@ def test_a_ratio_placement_cannot_store_is_refused(ratio: float) -> None:
         Inventory.from_json({"total": 8, "allocation_ratio": ratio})
 
 
+def reconcile_ratio_16_3(providers: ProviderClient, fake: FakePlacement, held: float) -> Any:
+    """Reconcile a VCPU ratio of 16/3 over a provider holding ``held``; (provider, report)."""
+    rp = fake.create_provider("cn1", inventory={"VCPU": {"total": 8, "allocation_ratio": held}})
+    fake.reset_requests()
+    spec = ProviderSpec(rp, "cn1", inventories={"VCPU": {"total": 8, "allocation_ratio": 16 / 3}})
+    return rp, providers.reconcile([spec])
+
+
 def test_reconcile_writes_nothing_when_mariadb_holds_the_ratio_rounded(
     providers: ProviderClient, fake: FakePlacement
 ) -> None:
     # What an earlier reconcile of 16/3 left behind on MariaDB.
-    rp = fake.create_provider("cn1", inventory={"VCPU": {"total": 8, "allocation_ratio": 5.33333}})
-    fake.reset_requests()
-
-    report = providers.reconcile(
-        [ProviderSpec(rp, "cn1", inventories={"VCPU": {"total": 8, "allocation_ratio": 16 / 3}})]
-    )
+    _rp, report = reconcile_ratio_16_3(providers, fake, 5.33333)
 
     assert report.written == ()
     assert writes(fake) == []
@@ -135,12 +138,7 @@ def test_reconcile_writes_nothing_when_mariadb_holds_the_ratio_rounded(
 def test_reconcile_still_writes_a_ratio_that_differs(
     providers: ProviderClient, fake: FakePlacement
 ) -> None:
-    rp = fake.create_provider("cn1", inventory={"VCPU": {"total": 8, "allocation_ratio": 1.0}})
-    fake.reset_requests()
-
-    report = providers.reconcile(
-        [ProviderSpec(rp, "cn1", inventories={"VCPU": {"total": 8, "allocation_ratio": 16 / 3}})]
-    )
+    rp, report = reconcile_ratio_16_3(providers, fake, 1.0)
 
     assert report.written == ((rp, "inventories"),)
     assert fake.inventory(rp)["VCPU"].allocation_ratio == 16 / 3

@@ -40,6 +40,11 @@ def once_after_first_read(fake: FakePlacement, act) -> None:  # type: ignore[no-
     fake.between_requests(hook)
 
 
+def claim_elsewhere(fake: FakePlacement, rp: str) -> None:
+    """Another consumer allocates on ``rp``: its generation moves, none of its fields."""
+    fake.put_allocations(new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u")
+
+
 def wire(fake: FakePlacement) -> list[tuple[str, str, int]]:
     return [(r.method, r.path.rsplit("/", 1)[-1], r.status) for r in fake.requests]
 
@@ -80,10 +85,7 @@ def test_inventory_conflict_from_allocations_alone_is_retried_at_once(
     providers: ProviderClient, fake: FakePlacement, rp: str, sleeps: list[float]
 ) -> None:
     """A claim moved the generation, not the inventory: no contention, no backoff."""
-    claim = lambda: fake.put_allocations(  # noqa: E731
-        new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u"
-    )
-    once_after_first_read(fake, claim)
+    once_after_first_read(fake, lambda: claim_elsewhere(fake, rp))
 
     providers.set_inventory(rp, "MEMORY_MB", 1024)
 
@@ -100,10 +102,7 @@ def test_inventory_conflict_from_allocations_alone_is_retried_at_once(
 def test_trait_conflict_from_allocations_alone_is_retried_at_once(
     providers: ProviderClient, fake: FakePlacement, rp: str, sleeps: list[float]
 ) -> None:
-    claim = lambda: fake.put_allocations(  # noqa: E731
-        new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u"
-    )
-    once_after_first_read(fake, claim)
+    once_after_first_read(fake, lambda: claim_elsewhere(fake, rp))
 
     providers.add_traits(rp, ["HW_CPU_X86_AVX2"])
 

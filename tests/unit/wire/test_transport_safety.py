@@ -93,23 +93,27 @@ def read_timeout_chain() -> BaseException:
     )
 
 
-def connect_timeout_chain() -> BaseException:
-    reason = urllib3.exceptions.ConnectTimeoutError(None, "Connection to placement timed out.")
+def gave_up_connecting(
+    ks_error: Exception, requests_error: type, reason: Exception
+) -> BaseException:
+    """keystoneauth's error over requests' over urllib3's MaxRetryError for ``reason``."""
     outer = urllib3.exceptions.MaxRetryError(None, PATH, reason=reason)
-    return raised(
+    return raised(ks_error, requests_error(outer, request=prepared_with_token()), outer)
+
+
+def connect_timeout_chain() -> BaseException:
+    return gave_up_connecting(
         ks_exc.ConnectTimeout(f"Request to {URL}{PATH} timed out"),
-        requests.exceptions.ConnectTimeout(outer, request=prepared_with_token()),
-        outer,
+        requests.exceptions.ConnectTimeout,
+        urllib3.exceptions.ConnectTimeoutError(None, "Connection to placement timed out."),
     )
 
 
 def refused_chain() -> BaseException:
-    reason = urllib3.exceptions.NewConnectionError(None, "[Errno 111] Connection refused")
-    outer = urllib3.exceptions.MaxRetryError(None, PATH, reason=reason)
-    return raised(
+    return gave_up_connecting(
         ks_exc.ConnectFailure(f"Unable to establish connection to {URL}{PATH}"),
-        requests.exceptions.ConnectionError(outer, request=prepared_with_token()),
-        outer,
+        requests.exceptions.ConnectionError,
+        urllib3.exceptions.NewConnectionError(None, "[Errno 111] Connection refused"),
     )
 
 
