@@ -9,6 +9,7 @@ from reportclient import ProviderSpec
 from reportclient._clients.providers import ProviderClient
 from reportclient._engine.reconcile import AGENT_MAX_STALENESS
 from reportclient.fixture import FakeClock, FakePlacement, make_client
+from tests.support.clients import providers_on
 from tests.support.wire import new_uuid
 
 AGG = "5a5b5c5d-0000-4000-8000-000000000001"
@@ -22,8 +23,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def providers(fake: FakePlacement, clock: FakeClock) -> ProviderClient:
-    policy = reportclient.default_retry(sleep=lambda _s: None, rand=lambda: 0.5)
-    return make_client(fake, microversion="1.39", retry=policy, clock=clock).providers
+    return providers_on(fake, clock=clock)  # type: ignore[no-any-return]
 
 
 def tree(
@@ -50,6 +50,25 @@ def periods(
         clock.advance(60)
         counts.append(providers.reconcile(specs, max_staleness=WINDOW).requests)
     return counts
+
+
+@pytest.fixture
+def proven(providers: ProviderClient, fake: FakePlacement, clock: FakeClock) -> tuple[str, str]:
+    """A root and child the agent reconciled under ``WINDOW``, one 60 s period ago."""
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    fake.reset_requests()
+    clock.advance(60)
+    return root, child
+
+
+def inventories_proven_at_200(providers: ProviderClient, clock: FakeClock) -> tuple[str, str]:
+    """A tree reconciled at 0 whose inventories a second reconcile (32 VCPU) proved at 200."""
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    clock.advance(200)
+    providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)
+    return root, child
 
 
 def test_steady_periods_inside_the_window_cost_no_request(
@@ -99,12 +118,9 @@ def test_a_steady_agent_pays_one_listing_and_one_read_per_field_once_per_window(
 
 
 def test_a_changed_description_inside_the_window_costs_one_write(
-    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock, proven: tuple[str, str]
 ) -> None:
-    root, child = new_uuid(), new_uuid()
-    providers.reconcile(tree(root, child), max_staleness=WINDOW)
-    fake.reset_requests()
-    clock.advance(60)
+    root, child = proven
 
     report = providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)
 
@@ -148,10 +164,7 @@ def test_an_allocation_moving_the_generation_costs_no_field_reread(
 def test_past_the_window_a_field_proven_within_it_is_not_read_again(
     providers: ProviderClient, fake: FakePlacement, clock: FakeClock
 ) -> None:
-    root, child = new_uuid(), new_uuid()
-    providers.reconcile(tree(root, child), max_staleness=WINDOW)
-    clock.advance(200)
-    providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)  # proven at 200
+    root, child = inventories_proven_at_200(providers, clock)
     fake.reset_requests()
     clock.advance(101)  # the tree's window ended; the inventories are 101 s old
 
@@ -170,10 +183,7 @@ def test_past_the_window_a_field_proven_within_it_is_not_read_again(
 def test_a_field_trusted_by_the_last_listing_is_read_once_its_own_proof_is_a_window_old(
     providers: ProviderClient, fake: FakePlacement, clock: FakeClock
 ) -> None:
-    root, child = new_uuid(), new_uuid()
-    providers.reconcile(tree(root, child), max_staleness=WINDOW)
-    clock.advance(200)
-    providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)  # proven at 200
+    root, child = inventories_proven_at_200(providers, clock)
     clock.advance(101)
     providers.reconcile(tree(root, child, vcpus=32), max_staleness=WINDOW)  # listed at 301
     fake.reset_requests()
@@ -247,12 +257,9 @@ def test_a_provider_deleted_inside_the_window_is_rebuilt_in_the_same_call(
 
 
 def test_a_new_shape_is_proven_at_once_whatever_the_window(
-    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock, proven: tuple[str, str]
 ) -> None:
-    root, child = new_uuid(), new_uuid()
-    providers.reconcile(tree(root, child), max_staleness=WINDOW)
-    fake.reset_requests()
-    clock.advance(60)
+    root, child = proven
 
     report = providers.reconcile(tree(root, child)[:1], max_staleness=WINDOW)
 
@@ -260,12 +267,9 @@ def test_a_new_shape_is_proven_at_once_whatever_the_window(
 
 
 def test_the_strict_default_still_reads_every_field(
-    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock, proven: tuple[str, str]
 ) -> None:
-    root, child = new_uuid(), new_uuid()
-    providers.reconcile(tree(root, child), max_staleness=WINDOW)
-    fake.reset_requests()
-    clock.advance(60)
+    root, child = proven
 
     assert providers.reconcile(tree(root, child)).requests == 1 + 4
 
