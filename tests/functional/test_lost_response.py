@@ -79,6 +79,21 @@ def _client_over(url: str, adapter: HTTPAdapter, **kwargs: Any) -> PlacementClie
     )
 
 
+def claimed_then_losing(
+    placement: EmbeddedPlacement, cache_ttl: float, allocs: Any
+) -> tuple[LosingAdapter, PlacementClient, str]:
+    """A consumer claimed through a client whose next PUT lands and loses its answer."""
+    adapter = LosingAdapter("PUT", deliver=True, times=0)
+    client = _client_over(
+        placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    )
+    consumer = new_id()
+    claim(client, consumer, allocs)
+    adapter.remaining = 1
+    placement.clear_requests_seen()
+    return adapter, client, consumer
+
+
 def test_lost_answer_to_a_claim_that_landed_is_success_without_writing_again(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
@@ -120,14 +135,9 @@ def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_a
     cache_ttl: float,
 ) -> None:
     other = placement_admin.create_provider(inventory={"VCPU": 4})
-    adapter = LosingAdapter("PUT", deliver=True, times=0)
-    client = _client_over(
-        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    adapter, client, consumer = claimed_then_losing(
+        real_placement, cache_ttl, {compute_node: {"VCPU": 1}, other: {"VCPU": 2}}
     )
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}, other: {"VCPU": 2}})
-    adapter.remaining = 1
-    real_placement.clear_requests_seen()
 
     # Each operation is idempotent, so Placement holding its result settles it.
     if operation == "claim":
@@ -163,14 +173,9 @@ def test_lost_answer_to_an_add_that_landed_is_outcome_unknown_and_never_applied_
     compute_node: str,
     cache_ttl: float,
 ) -> None:
-    adapter = LosingAdapter("PUT", deliver=True, times=0)
-    client = _client_over(
-        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    adapter, client, consumer = claimed_then_losing(
+        real_placement, cache_ttl, {compute_node: {"VCPU": 1}}
     )
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    adapter.remaining = 1
-    real_placement.clear_requests_seen()
 
     with pytest.raises(OutcomeUnknown) as caught:
         update(client, consumer, add_allocations({compute_node: {"VCPU": 2}}))
@@ -204,14 +209,9 @@ def test_lost_answer_to_a_release_that_landed_is_success_without_writing_again(
     compute_node: str,
     cache_ttl: float,
 ) -> None:
-    adapter = LosingAdapter("PUT", deliver=True, times=0)
-    client = _client_over(
-        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    adapter, client, consumer = claimed_then_losing(
+        real_placement, cache_ttl, {compute_node: {"VCPU": 1}}
     )
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    adapter.remaining = 1
-    real_placement.clear_requests_seen()
 
     client.release(consumer)
 
