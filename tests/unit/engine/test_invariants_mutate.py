@@ -213,25 +213,18 @@ def test_claim_of_a_consumer_known_missing_is_one_new_consumer_write(wire, clien
     assert sent(wire, 0)["consumer_generation"] is None
 
 
-def test_fake_consumer_holding_what_the_client_wrote_is_replaced(fake, rps, sleeps, clock):
+@pytest.mark.parametrize("knows", ["wrote", "read"])
+def test_fake_consumer_holding_what_the_client_wrote_or_read_is_replaced(
+    fake, rps, sleeps, clock, knows
+):
     a, b = rps
     consumer = new_uuid()
     client = on_fake(fake, sleeps, clock)
-    claim(client, consumer, {a: {"VCPU": 1}})
-    fake.reset_requests()
-
-    claim(client, consumer, {b: {"VCPU": 2}})
-
-    assert wire_log(fake) == [("GET", 200), ("PUT", 204)]
-    assert fake.allocations(consumer) == {b: {"VCPU": 2}}
-
-
-def test_fake_consumer_holding_what_the_client_read_is_replaced(fake, rps, sleeps, clock):
-    a, b = rps
-    consumer = new_uuid()
-    fake.put_allocations(consumer, {a: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    client = on_fake(fake, sleeps, clock)
-    client.get_allocations(consumer)
+    if knows == "wrote":
+        claim(client, consumer, {a: {"VCPU": 1}})
+    else:
+        fake.put_allocations(consumer, {a: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+        client.get_allocations(consumer)
     fake.reset_requests()
 
     claim(client, consumer, {b: {"VCPU": 2}})

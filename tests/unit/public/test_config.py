@@ -231,13 +231,8 @@ def test_list_opts_documents_session_auth_and_adapter_options_once_each():
     assert defaults["valid-interfaces"] == ["internal", "public"]
 
 
-def test_oslo_config_generator_finds_the_reportclient_namespace(tmp_path):
-    generator = pytest.importorskip("oslo_config.generator")
-    out = tmp_path / "sample.conf"
-
-    generator.main(["--namespace", "reportclient", "--output-file", str(out)])
-
-    sample = out.read_text()
+def test_oslo_config_generator_finds_the_reportclient_namespace(sample_conf):
+    sample = sample_conf
     assert "[placement]" in sample
     assert "#valid_interfaces = internal,public" in sample
     assert "#status_code_retries" in sample
