@@ -13,6 +13,7 @@ import reportclient
 from reportclient.fixture import FakePlacement
 from tests.support.answers import MISSING, NO_CONTENT, allocations_body, consumer_conflict
 from tests.support.clients import claim, client_on, update
+from tests.support.hooks import is_get, once_after
 from tests.support.wire import CACHE_TTL, PROJECT, URL, USER, calls, new_uuid, sent
 
 A, B, X = new_uuid(), new_uuid(), new_uuid()
@@ -176,11 +177,8 @@ def test_claim_racing_a_move_between_its_read_and_write_is_consumer_changed(
     claim(client, consumer, {a: {"VCPU": 1}})
     fake.reset_requests()
 
-    def mover(fake_, record):
-        if record.method == "GET" and fake_.allocations(consumer) == {a: {"VCPU": 1}}:
-            fake_.put_allocations(consumer, {b: {"VCPU": 4}}, project_id=PROJECT, user_id=USER)
-
-    fake.between_requests(mover)
+    owner = {"project_id": PROJECT, "user_id": USER}
+    once_after(fake, is_get, lambda f: f.put_allocations(consumer, {b: {"VCPU": 4}}, **owner))
 
     with pytest.raises(reportclient.ConsumerChanged):
         claim(client, consumer, {a: {"VCPU": 2}})
@@ -285,11 +283,7 @@ def test_update_racing_a_delete_between_its_read_and_write_is_consumer_gone(
     claim(client, consumer, {a: {"VCPU": 1}})
     fake.reset_requests()
 
-    def deleter(fake_, record):
-        if record.method == "GET" and fake_.consumer_generation(consumer) is not None:
-            fake_.delete_allocations(consumer)
-
-    fake.between_requests(deleter)
+    once_after(fake, is_get, lambda f: f.delete_allocations(consumer))
 
     with pytest.raises(reportclient.ConsumerGone):
         update(client, consumer, reportclient.add_allocations({x: {"VCPU": 1}}))

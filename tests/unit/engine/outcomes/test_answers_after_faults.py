@@ -20,14 +20,14 @@ Faults come from the fake's injection, aimed at the operation's first write. Not
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import reportclient
 from reportclient import Inventory
-from reportclient.fixture import FakePlacement, RequestRecord, make_client
+from reportclient.fixture import FakePlacement, make_client
+from tests.support.hooks import once_after
 from tests.support.wire import PROJECT, USER, new_uuid
 
 TRAIT = "HW_CPU_X86_AVX2"
@@ -52,17 +52,6 @@ class PageOnWrite(FakePlacement):
         return super().serve(method, url, headers, body)
 
 
-def once_after(fake: FakePlacement, matches: Callable[[RequestRecord], bool], action: Any) -> None:
-    done: list[bool] = []
-
-    def hook(fake_: FakePlacement, record: RequestRecord) -> None:
-        if not done and matches(record):
-            done.append(True)
-            action()
-
-    fake.between_requests(hook)
-
-
 def arm(fake: PageOnWrite, fault: str) -> None:
     if fault in ("lost-reset", "failing-reread"):
         fake.lose_next_response(how="reset")
@@ -73,7 +62,7 @@ def arm(fake: PageOnWrite, fault: str) -> None:
     elif fault in ("5xx-before-commit", "5xx-after-commit"):
         fake.page = (503, False) if fault == "5xx-before-commit" else (500, True)
     if fault == "failing-reread":
-        once_after(fake, lambda r: r.fault == "lost", lambda: fake.fail_next(1, 503))
+        once_after(fake, lambda r: r.fault == "lost", lambda f: f.fail_next(1, 503))
 
 
 class World:
@@ -239,7 +228,7 @@ def test_a_lost_answer_then_an_outage_is_an_unknown_outcome(name: str) -> None:
     call, held, _, once, never = OPS[name]
     world = World(0.0)
     world.fake.lose_next_response(how="reset")
-    once_after(world.fake, lambda r: r.fault == "lost", lambda: world.fake.fail_next(100, 503))
+    once_after(world.fake, lambda r: r.fault == "lost", lambda f: f.fail_next(100, 503))
     with pytest.raises(reportclient.OutcomeUnknown):
         call(world)
     world.fake.clear_faults()

@@ -10,8 +10,8 @@ import reportclient
 from reportclient.fixture import FakeClock, FakePlacement, make_client
 from tests.support.answers import allocations_body
 from tests.support.clients import update
+from tests.support.hooks import once_after
 from tests.support.wire import PROJECT, URL, USER, calls, new_uuid
-from tests.unit.engine.outcomes.test_outcomes_fake import once_after
 
 
 def test_claim_whose_lost_write_others_then_built_on_is_outcome_unknown_not_consumer_changed(

@@ -11,6 +11,7 @@ import pytest
 
 import reportclient
 from reportclient.fixture import FakePlacement, RequestRecord, make_client
+from tests.support.hooks import is_get, once_after
 from tests.support.wire import PROJECT, USER, new_uuid
 
 
@@ -41,22 +42,6 @@ def consumer(fake: FakePlacement, a: str) -> str:
 
 def log(fake: FakePlacement) -> list[tuple[str, int, str | None]]:
     return [(r.method, r.status, r.fault) for r in fake.requests]
-
-
-def once_after(fake: FakePlacement, matches, action) -> None:
-    """Run ``action(fake)`` right after the first answered request ``matches``."""
-    done: list[bool] = []
-
-    def hook(fake_: FakePlacement, record: RequestRecord) -> None:
-        if not done and matches(record):
-            done.append(True)
-            action(fake_)
-
-    fake.between_requests(hook)
-
-
-def is_get(record: RequestRecord) -> bool:
-    return record.method == "GET"
 
 
 def is_lost(record: RequestRecord) -> bool:
