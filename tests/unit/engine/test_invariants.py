@@ -33,6 +33,14 @@ def on_fake(fake, sleeps, clock, ttl=0.0):
     return client_on(fake, sleeps, cache_ttl=ttl, clock=clock)
 
 
+def claimed_on_fake(fake, sleeps, clock, rp):
+    """(client, consumer) after the client claimed VCPU 1 on ``rp``; requests reset."""
+    client, consumer = on_fake(fake, sleeps, clock), new_uuid()
+    claim(client, consumer, {rp: {"VCPU": 1}})
+    fake.reset_requests()
+    return client, consumer
+
+
 def wire_log(fake: FakePlacement) -> list[tuple[str, int]]:
     return [(r.method, r.status) for r in fake.requests]
 
@@ -47,12 +55,17 @@ def holds(fake: FakePlacement, consumer: str) -> dict[str, dict[str, int]] | Non
 # -- (1) no clobber: a claim never replaces what the client never saw ------------
 
 
-def knows_a_then_b_moves_in(wire, client, consumer):
-    """The client claims {A: 1}; another service then moves C to {B: 4} (generation 2)."""
+def claimed_a_then_held(wire, client, consumer, allocs, generation):
+    """The client claims {A: 1}; Placement then answers reads with ``allocs`` at ``generation``."""
     wire.put(f"{URL}{path(consumer)}", **NO_CONTENT)
     claim(client, consumer, {A: {"VCPU": 1}})
-    wire.get(f"{URL}{path(consumer)}", json=allocations_body({B: {"VCPU": 4}}, 2))
+    wire.get(f"{URL}{path(consumer)}", json=allocations_body(allocs, generation))
     wire.reset_mock()
+
+
+def knows_a_then_b_moves_in(wire, client, consumer):
+    """The client claims {A: 1}; another service then moves C to {B: 4} (generation 2)."""
+    claimed_a_then_held(wire, client, consumer, {B: {"VCPU": 4}}, 2)
 
 
 def test_claim_over_a_consumer_moved_elsewhere_is_consumer_changed(wire, client, consumer):
@@ -172,10 +185,7 @@ def test_claim_racing_a_move_between_its_read_and_write_is_consumer_changed(
     fake, rps, sleeps, clock
 ):
     a, b, _ = rps
-    consumer = new_uuid()
-    client = on_fake(fake, sleeps, clock)
-    claim(client, consumer, {a: {"VCPU": 1}})
-    fake.reset_requests()
+    client, consumer = claimed_on_fake(fake, sleeps, clock, a)
 
     owner = {"project_id": PROJECT, "user_id": USER}
     once_after(fake, is_get, lambda f: f.put_allocations(consumer, {b: {"VCPU": 4}}, **owner))
@@ -278,10 +288,7 @@ def test_update_racing_a_delete_between_its_read_and_write_is_consumer_gone(
     fake, rps, sleeps, clock
 ):
     a, _, x = rps
-    consumer = new_uuid()
-    client = on_fake(fake, sleeps, clock)
-    claim(client, consumer, {a: {"VCPU": 1}})
-    fake.reset_requests()
+    client, consumer = claimed_on_fake(fake, sleeps, clock, a)
 
     once_after(fake, is_get, lambda f: f.delete_allocations(consumer))
 
@@ -298,10 +305,7 @@ def test_update_racing_a_delete_between_its_read_and_write_is_consumer_gone(
 def aba(wire, client, consumer):
     """The client claims {A: 1} (generation 1); another writer deletes C and re-creates
     it at generation 1 holding {B: 1}."""
-    wire.put(f"{URL}{path(consumer)}", **NO_CONTENT)
-    claim(client, consumer, {A: {"VCPU": 1}})
-    wire.get(f"{URL}{path(consumer)}", json=allocations_body({B: {"VCPU": 1}}, 1))
-    wire.reset_mock()
+    claimed_a_then_held(wire, client, consumer, {B: {"VCPU": 1}}, 1)
 
 
 def test_aba_update_reads_first_and_adds_to_the_recreated_consumer(wire, client, consumer):
