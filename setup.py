@@ -1,5 +1,5 @@
-"""Shim for tools that still call setup.py; all metadata is in setup.cfg."""
+"""pbr reads the metadata from setup.cfg and the version from git tags."""
 
 import setuptools
 
-setuptools.setup()
+setuptools.setup(setup_requires=["pbr"], pbr=True)

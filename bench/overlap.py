@@ -450,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     meta: dict[str, Any] = {
         **machine_info(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "argv": sys.argv[1:] if argv is None else argv,
         "rounds": args.rounds,
         "offsets_ms": offsets,

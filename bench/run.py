@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from bench import memory
@@ -35,9 +34,8 @@ from bench.drivers.allocations import (
     Driver,
     KeystoneauthDriver,
     NovaDriver,
-    NovaUnavailable,
     ReportclientDriver,
-    load_nova,
+    nova_for,
 )
 from bench.support.common import (
     INVENTORY,
@@ -46,6 +44,7 @@ from bench.support.common import (
     emit,
     placement_server,
     quiet_logging,
+    results_parser,
     run_meta,
     server_description,
 )
@@ -65,45 +64,33 @@ from bench.workloads.report import render, targets
 from reportclient import DEFAULT_CACHE_SIZE
 from reportclient.testing import PlacementAdmin
 
-FULL: dict[str, Any] = {
-    "w1_n": 250,
-    "rounds": 25,
-    "w2_n": 200,
-    "w3_n": 40,
-    "w4_clients": [1, 4, 16],
-    "w4_total": 96,
-    "w4_budgets": {"default": 45.0, "nova/consumer": 20.0},
-    "w5_block": 500,
-    "w5_repeats": 15,
-    "w6_bytes_n": DEFAULT_CACHE_SIZE,
-    "w6_rss": [DEFAULT_CACHE_SIZE, 1_000_000],
-    "w7_n": 40,
-    "w7_budget": 60.0,
+# Each knob at full size and with --quick, side by side: the quick run is the full one
+# at small counts.
+_SIZES: dict[str, tuple[Any, Any]] = {
+    "w1_n": (250, 40),
+    "rounds": (25, 8),
+    "w2_n": (200, 30),
+    "w3_n": (40, 8),
+    "w4_clients": ([1, 4, 16], [1, 4, 16]),
+    "w4_total": (96, 16),
+    "w4_budgets": (
+        {"default": 45.0, "nova/consumer": 20.0},
+        {"default": 10.0, "nova/consumer": 6.0},
+    ),
+    "w5_block": (500, 300),
+    "w5_repeats": (15, 5),
+    "w6_bytes_n": (DEFAULT_CACHE_SIZE, 20_000),
+    "w6_rss": ([DEFAULT_CACHE_SIZE, 1_000_000], [DEFAULT_CACHE_SIZE]),
+    "w7_n": (40, 8),
+    "w7_budget": (60.0, 20.0),
 }
-QUICK: dict[str, Any] = {
-    "w1_n": 40,
-    "rounds": 8,
-    "w2_n": 30,
-    "w3_n": 8,
-    "w4_clients": [1, 4, 16],
-    "w4_total": 16,
-    "w4_budgets": {"default": 10.0, "nova/consumer": 6.0},
-    "w5_block": 300,
-    "w5_repeats": 5,
-    "w6_bytes_n": 20_000,
-    "w6_rss": [DEFAULT_CACHE_SIZE],
-    "w7_n": 8,
-    "w7_budget": 20.0,
-}
-
-
 # Cells on a shared VM drift by 10-15% between rounds; these counts (8 interleaved rounds
 # of fresh claims, 6 of contention) keep the ratios within a few percent.
-CLUSTER_FULL: dict[str, Any] = {
-    "threads": [1, 4, 16, 64],
-    "claims": {1: 400, 4: 640, 16: 2048, 64: 3072},
-    "rounds": 8,
-    "writers": [2, 4, 16, 64],
+_CLUSTER_SIZES: dict[str, tuple[Any, Any]] = {
+    "threads": ([1, 4, 16, 64], [1, 4, 16, 64]),
+    "claims": ({1: 400, 4: 640, 16: 2048, 64: 3072}, {1: 20, 4: 40, 16: 64, 64: 128}),
+    "rounds": (8, 2),
+    "writers": ([2, 4, 16, 64], [2, 4, 16, 64]),
     # One round at 64 writers is a single burst of 64 updates, whose cost swings widely
     # (nova against itself: 0.90-1.11x over 6 rounds), so that cell gets more rounds; at 2
     # and 4 writers a round is short and one conflict moves its p99, so they get many. At 2
@@ -112,37 +99,36 @@ CLUSTER_FULL: dict[str, Any] = {
     # two cells get twice the rounds they had (24 and 12), about 3 more minutes a run. Each
     # count is a multiple of 6, where the rotation (reportclient, nova, nova again) puts
     # every variant after every other equally often.
-    "updates": {2: 480, 4: 384, 16: 768, 64: 768},
-    "contention_rounds": {2: 24, 4: 12, 16: 12, 64: 12},
-    "budget": 90.0,
-    # The claimers finish first at the rates both clients reach here (about 15-25 claims/s
-    # beside 1-2 updates/s), so a cell lasts about 15 s and stops the pair: 10 rounds keep a
-    # run per database under 10 minutes with nova twice beside reportclient.
-    "mixed": {
-        "pair": 2,
-        "claimers": 14,
-        "pair_updates": 30,
-        "claims": 20,
-        "rounds": 10,
-        "budget": 90.0,
-    },
+    "updates": ({2: 480, 4: 384, 16: 768, 64: 768}, {2: 16, 4: 24, 16: 32, 64: 64}),
+    "contention_rounds": ({2: 24, 4: 12, 16: 12, 64: 12}, {2: 1, 4: 1, 16: 1, 64: 1}),
+    "budget": (90.0, 30.0),
+}
+# The claimers finish first at the rates both clients reach here (about 15-25 claims/s
+# beside 1-2 updates/s), so a cell lasts about 15 s and stops the pair: 10 rounds keep a
+# run per database under 10 minutes with nova twice beside reportclient.
+_MIXED_SIZES: dict[str, tuple[Any, Any]] = {
+    "pair": (2, 2),
+    "claimers": (14, 14),
+    "pair_updates": (30, 8),
+    "claims": (20, 6),
+    "rounds": (10, 1),
+    "budget": (90.0, 30.0),
+}
+
+
+def _column(sizes: dict[str, tuple[Any, Any]], quick: bool) -> dict[str, Any]:
+    return {knob: pair[quick] for knob, pair in sizes.items()}
+
+
+FULL: dict[str, Any] = _column(_SIZES, False)
+QUICK: dict[str, Any] = _column(_SIZES, True)
+CLUSTER_FULL: dict[str, Any] = {
+    **_column(_CLUSTER_SIZES, False),
+    "mixed": _column(_MIXED_SIZES, False),
 }
 CLUSTER_QUICK: dict[str, Any] = {
-    "threads": [1, 4, 16, 64],
-    "claims": {1: 20, 4: 40, 16: 64, 64: 128},
-    "rounds": 2,
-    "writers": [2, 4, 16, 64],
-    "updates": {2: 16, 4: 24, 16: 32, 64: 64},
-    "contention_rounds": {2: 1, 4: 1, 16: 1, 64: 1},
-    "budget": 30.0,
-    "mixed": {
-        "pair": 2,
-        "claimers": 14,
-        "pair_updates": 8,
-        "claims": 6,
-        "rounds": 1,
-        "budget": 30.0,
-    },
+    **_column(_CLUSTER_SIZES, True),
+    "mixed": _column(_MIXED_SIZES, True),
 }
 
 
@@ -244,16 +230,7 @@ def _server_workloads(
 
 def main(argv: list[str] | None = None) -> int:
     """Run every workload, print the table, write the JSON; return the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench run", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--quick", action="store_true", help="small counts, under a minute")
-    parser.add_argument(
-        "--json",
-        type=Path,
-        default=RESULTS / "latest.json",
-        help="where to write the results (default bench/results/latest.json)",
-    )
+    parser = results_parser("run", __doc__, "latest.json", "small counts, under a minute")
     parser.add_argument(
         "--placement",
         choices=["sqlite", "mariadb", "postgresql"],
@@ -324,16 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     meta: dict[str, Any] = run_meta(args.quick, sizes)
     nova: Any = None
     if args.with_nova:
-        try:
-            nova, meta["nova"] = load_nova()
-        except NovaUnavailable as exc:
-            meta["nova_note"] = f"--with-nova requested but skipped: {exc}"
-            print(f"WARNING: {meta['nova_note']}", file=sys.stderr, flush=True)
-        else:
-            meta["nova_note"] = (
-                f"nova {meta['nova']} SchedulerReportClient(adapter=<keystoneauth1 Adapter, "
-                "endpoint_override=Placement URL, noauth2 token>) - no nova config needed"
-            )
+        nova = nova_for(meta, "--with-nova requested but skipped", "WARNING")
 
     if args.galera:
         return _galera(args, meta, began)
@@ -386,14 +354,30 @@ def _production_shape(
     return emit(cluster.render(meta, results), meta, results, args.json)
 
 
-def _galera(args: argparse.Namespace, meta: dict[str, Any], began: float) -> int:
-    sizes = galera.QUICK if args.quick else galera.FULL
-    if args.threads:
-        sizes = {**sizes, "threads": [int(t) for t in args.threads.split(",")]}
+def _preset(
+    args: argparse.Namespace,
+    full: dict[str, Any],
+    quick: dict[str, Any],
+    counts: str,
+    results: str,
+) -> dict[str, Any]:
+    """A cell's sizes as asked: ``--quick``, its ``counts`` knob and ``--rounds`` applied.
+
+    The cell writes to ``bench/results/RESULTS`` unless ``--json`` named a file.
+    """
+    sizes = quick if args.quick else full
+    given = getattr(args, counts)
+    if given:
+        sizes = {**sizes, counts: [int(n) for n in given.split(",")]}
     if args.rounds:
         sizes = {**sizes, "rounds": args.rounds}
     if args.json == RESULTS / "latest.json":
-        args.json = RESULTS / "production-galera.json"
+        args.json = RESULTS / results
+    return sizes
+
+
+def _galera(args: argparse.Namespace, meta: dict[str, Any], began: float) -> int:
+    sizes = _preset(args, galera.FULL, galera.QUICK, "threads", "production-galera.json")
     meta.update(sizes=sizes, placement="galera")
     meta["server"], rows = galera.run(sizes, lambda m: _progress(m, began))
     meta["wall_seconds"] = time.perf_counter() - began
@@ -404,13 +388,7 @@ def _shared(args: argparse.Namespace, nova: Any, meta: dict[str, Any], began: fl
     if args.placement == "sqlite":
         print("--shared needs --placement mariadb or postgresql", file=sys.stderr)
         return 2
-    sizes = shared.QUICK if args.quick else shared.FULL
-    if args.writers:
-        sizes = {**sizes, "writers": [int(w) for w in args.writers.split(",")]}
-    if args.rounds:
-        sizes = {**sizes, "rounds": args.rounds}
-    if args.json == RESULTS / "latest.json":
-        args.json = RESULTS / f"shared-{args.placement}.json"
+    sizes = _preset(args, shared.FULL, shared.QUICK, "writers", f"shared-{args.placement}.json")
     meta.update(sizes=sizes, placement=args.placement, workers=args.workers)
     meta["server"], rows = shared.run(
         args.placement, args.workers, nova, sizes, lambda m: _progress(m, began)

@@ -23,7 +23,6 @@ Variants take turns in rounds (order rotated every round) so drift hits all alik
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import math
@@ -33,10 +32,9 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-from bench.drivers.allocations import TTL, NovaUnavailable, load_nova
+from bench.drivers.allocations import TTL, nova_for
 from bench.drivers.surface import (
     CUSTOM_RC,
     CUSTOM_TRAIT,
@@ -49,7 +47,6 @@ from bench.drivers.surface import (
 )
 from bench.support.common import (
     PROJECT,
-    RESULTS,
     USER,
     WireCounter,
     emit,
@@ -57,6 +54,7 @@ from bench.support.common import (
     percentile,
     placement_server,
     quiet_logging,
+    results_parser,
     run_meta,
     server_description,
 )
@@ -320,32 +318,13 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the three workloads, print the tables, write the JSON."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench surface", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--quick", action="store_true", help="small counts, about a minute")
-    parser.add_argument(
-        "--json",
-        type=Path,
-        default=RESULTS / "surface.json",
-        help="where to write the results (default bench/results/surface.json)",
-    )
+    parser = results_parser("surface", __doc__, "surface.json", "small counts, about a minute")
     args = parser.parse_args(argv)
     began = time.perf_counter()
     quiet_logging()
     sizes: dict[str, int] = QUICK if args.quick else FULL
     meta: dict[str, Any] = run_meta(args.quick, sizes)
-    try:
-        report, meta["nova"] = load_nova()
-    except NovaUnavailable as exc:
-        report = None
-        meta["nova_note"] = f"not compared: {exc}"
-        print(f"NOTE: nova not compared: {exc}", file=sys.stderr, flush=True)
-    else:
-        meta["nova_note"] = (
-            f"nova {meta['nova']} SchedulerReportClient(adapter=<keystoneauth1 Adapter, "
-            "endpoint_override=Placement URL, noauth2 token>); no nova config"
-        )
+    report = nova_for(meta, "not compared", "NOTE")
     with placement_server() as server:
         meta["server"] = server_description(server)
         url, token = server.url, server.token

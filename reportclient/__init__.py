@@ -6,6 +6,8 @@ Scheduler code claims and reads consumers' allocations through
 consumer, recomputing the allocations and writing again.
 """
 
+import importlib.metadata
+
 from reportclient._clients.core import ClientSettings
 from reportclient._clients.placement import PlacementClient
 from reportclient._clients.providers import ProviderClient
@@ -153,4 +155,13 @@ __all__ = [
     "wait_full_jitter",
 ]
 
-__version__ = "0.1.0"
+
+def _installed_version() -> str:
+    """The version pbr wrote into the installed metadata (from the git tag)."""
+    try:
+        return importlib.metadata.version("reportclient")
+    except importlib.metadata.PackageNotFoundError:  # imported from a bare source tree
+        return "0+unknown"
+
+
+__version__ = _installed_version()

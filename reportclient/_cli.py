@@ -25,8 +25,9 @@ def _parser() -> argparse.ArgumentParser:
         "--placement",
         choices=("embedded", "fake"),
         default="embedded",
-        help="embedded: the real openstack-placement in this process (default); "
-        "fake: reportclient's in-memory fake, no extra dependencies",
+        help="embedded: the real openstack-placement in this process (default; needs "
+        "pip install 'reportclient[placement]'); fake: reportclient's in-memory fake "
+        "(needs pip install 'reportclient[fixture]'); --url needs neither",
     )
     demo.add_argument("--url", help="an existing Placement root URL to use instead")
     demo.add_argument(

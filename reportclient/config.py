@@ -44,8 +44,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import sys
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
@@ -69,6 +70,11 @@ from reportclient.retry import (
     DEFAULT_DEADLINE,
     default_retry,
 )
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # Python 3.10
+    from typing_extensions import Unpack
 
 if TYPE_CHECKING:
     from keystoneauth1 import plugin as ks_plugin

@@ -7,6 +7,7 @@ method plus a one-shot hook run just before the next PUT leaves.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import warnings
@@ -273,6 +274,26 @@ def load_nova() -> tuple[Any, str]:
     except Exception as exc:  # any import failure means "cannot compare", not a crash
         raise NovaUnavailable(f"nova {version} failed to import: {exc!r}") from exc
     return report, version
+
+
+def nova_for(meta: dict[str, Any], skipped: str, level: str) -> Any:
+    """nova's report client module for an entry that compares with it, or None.
+
+    Either way ``meta["nova_note"]`` says what the table compares with: nova's version
+    and how its client is built, or ``skipped`` and why (also printed to stderr as
+    ``level: ...``); ``meta["nova"]`` is nova's version when it loaded.
+    """
+    try:
+        report, meta["nova"] = load_nova()
+    except NovaUnavailable as exc:
+        meta["nova_note"] = f"{skipped}: {exc}"
+        print(f"{level}: {meta['nova_note']}", file=sys.stderr, flush=True)
+        return None
+    meta["nova_note"] = (
+        f"nova {meta['nova']} SchedulerReportClient(adapter=<keystoneauth1 Adapter, "
+        "endpoint_override=Placement URL, noauth2 token>); no nova config"
+    )
+    return report
 
 
 class NovaDriver:

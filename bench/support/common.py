@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime
 import json
@@ -29,6 +30,29 @@ from reportclient.testing import PlacementServer, RequestRecord
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: Room for every claim a run makes; capacity is never what a workload measures.
 INVENTORY = {"VCPU": {"total": 1_000_000, "max_unit": 1_000_000}}
+
+
+def results_parser(
+    entry: str, doc: str | None, results: str, quick: str
+) -> argparse.ArgumentParser:
+    """The parser of an entry that writes a results table: ``--quick`` and ``--json``.
+
+    :param entry: the subcommand (``python -m bench ENTRY``).
+    :param doc: the entry module's docstring; its first line describes the entry.
+    :param results: the JSON's file name under ``bench/results/`` by default.
+    :param quick: what ``--quick`` does, for ``--help``.
+    """
+    parser = argparse.ArgumentParser(
+        prog=f"python -m bench {entry}", description=(doc or "").splitlines()[0]
+    )
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=RESULTS / results,
+        help=f"where to write the results (default bench/results/{results})",
+    )
+    return parser
 
 
 def full_inventory(total: int) -> dict[str, Any]:

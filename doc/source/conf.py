@@ -6,10 +6,11 @@ import reportclient
 
 project = "reportclient"
 copyright = "reportclient contributors"
-# The version lives in reportclient/__init__.py only; setup.cfg reads it too.
+# pbr's version from git tags, as the installed package's metadata has it.
 version = release = reportclient.__version__
 
-extensions = ["sphinx.ext.autodoc"]
+# reno.sphinxext renders the unreleased notes (releasenotes/notes) on the changelog page.
+extensions = ["sphinx.ext.autodoc", "reno.sphinxext"]
 
 # No intersphinx: the build must not reach the network.
 exclude_patterns: list[str] = []

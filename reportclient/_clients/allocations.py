@@ -29,6 +29,7 @@ from reportclient._model.mutators import Mutator, is_idempotent
 from reportclient._model.validation import (
     normalize_allocations,
     validate_consumer_type,
+    validate_generation,
     validate_owner,
     validate_uuid,
 )
@@ -291,15 +292,8 @@ class AllocationsClient:
             mappings = allocations.mappings if mappings is None else mappings
             allocations = allocations.allocations
         desired = normalize_allocations(allocations)
-        if consumer_generation is not None and (
-            isinstance(consumer_generation, bool)
-            or not isinstance(consumer_generation, int)
-            or consumer_generation < 0
-        ):
-            raise InvalidInput(
-                f"consumer_generation must be None (a new consumer) or an int >= 0, "
-                f"got {consumer_generation!r}"
-            )
+        if consumer_generation is not None:
+            validate_generation(consumer_generation, "consumer_generation (None: a new consumer)")
         if not desired and consumer_generation is None:
             raise InvalidInput(
                 "empty allocations for a consumer expected not to exist: nothing to delete"

@@ -64,7 +64,7 @@ class FieldsClient:
         :raises InventoryInUse: the new capacity is below what is allocated; not retried.
         """
         rc = validate_standard_name(resource_class)
-        inv = Inventory.of(inventory)
+        inv = inventories_of({rc: inventory}, "set_inventory's inventories")[rc]
 
         def put(current: dict[str, Inventory]) -> dict[str, Inventory]:
             current[rc] = inv

@@ -10,7 +10,8 @@ contention memory, built from the keywords of :class:`~.core.ClientSettings`.
 
 from __future__ import annotations
 
-from typing import Any, Unpack
+import sys
+from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
@@ -35,6 +36,11 @@ from reportclient._wire.transport import (
     size_pool,
     validate_timeout,
 )
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # Python 3.10
+    from typing_extensions import Unpack
 
 __all__ = ["PlacementClient", "Timeout"]
 

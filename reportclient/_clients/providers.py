@@ -30,7 +30,10 @@ from reportclient._model.providers import (
 from reportclient._model.reshape import Reshape, ReshapeState
 from reportclient._model.validation import (
     validate_provider_name,
+    validate_resources,
+    validate_trait_filter,
     validate_uuid,
+    validate_uuids,
 )
 from reportclient._wire.transport import validate_request_id
 from reportclient.errors import InvalidInput, ProviderNotFound
@@ -79,11 +82,11 @@ class ProviderClient(FieldsClient, CatalogClient):
         """
         return self._ops.create_provider(
             validate_provider_name(name),
-            uuid=None if uuid is None else validate_uuid(uuid, "uuid"),
-            parent_provider_uuid=None
+            None if uuid is None else validate_uuid(uuid, "uuid"),
+            None
             if parent_provider_uuid is None
             else validate_uuid(parent_provider_uuid, "parent_provider_uuid"),
-            global_request_id=validate_request_id(global_request_id),
+            validate_request_id(global_request_id),
         )
 
     def get_provider(self, uuid: str, *, global_request_id: str | None = None) -> ResourceProvider:
@@ -108,24 +111,40 @@ class ProviderClient(FieldsClient, CatalogClient):
     ) -> list[ResourceProvider]:
         """List providers matching every filter given.
 
+        Every filter is checked by the rule its value has everywhere else
+        (a trait, an amount, a uuid as in :class:`CandidatesQuery`), before
+        any request.
+
+        :param name: the provider's name (1-200 characters, no NUL).
         :param member_of: aggregate uuids; a provider in any of them matches.
         :param in_tree: any provider's uuid; lists its whole tree.
-        :param required: traits the provider must have; ``"!NAME"`` forbids one.
-        :param resources: capacity the provider must have free, per class.
+        :param required: traits the provider must have; ``"!NAME"`` forbids
+            one. An iterable of names, never one string.
+        :param resources: capacity the provider must have free, per class
+            (amounts from 1 to 2**31-1).
+        :raises InvalidInput: a malformed filter, naming it.
         """
         query: dict[str, str] = {}
         if name is not None:
-            query["name"] = name
+            query["name"] = validate_provider_name(name, "name")
         if uuid is not None:
             query["uuid"] = validate_uuid(uuid, "uuid")
         if member_of is not None:
-            query["member_of"] = "in:" + ",".join(validate_uuid(a, "aggregate") for a in member_of)
+            aggregates = validate_uuids(member_of, "member_of aggregate")
+            if not aggregates:
+                # "Any of none" matches nothing; Placement refuses an empty ``in:``.
+                raise InvalidInput("member_of needs at least one aggregate uuid")
+            query["member_of"] = "in:" + ",".join(sorted(aggregates))
         if in_tree is not None:
             query["in_tree"] = validate_uuid(in_tree, "in_tree")
         if required is not None:
-            query["required"] = ",".join(required)
+            traits = validate_trait_filter(required, "required")
+            if traits:
+                query["required"] = ",".join(traits)
         if resources is not None:
-            query["resources"] = ",".join(f"{rc}:{n}" for rc, n in resources.items())
+            amounts = validate_resources(resources, "resources")
+            if amounts:
+                query["resources"] = ",".join(f"{rc}:{n}" for rc, n in amounts.items())
         return self._core.gateway.list_providers(query, validate_request_id(global_request_id))
 
     def update_provider(
@@ -155,10 +174,7 @@ class ProviderClient(FieldsClient, CatalogClient):
         if parent_provider_uuid is not _UNSET and parent_provider_uuid is not None:
             parent_provider_uuid = validate_uuid(parent_provider_uuid, "parent_provider_uuid")
         return self._ops.update_provider(
-            uuid,
-            name=name,
-            parent_provider_uuid=parent_provider_uuid,
-            global_request_id=validate_request_id(global_request_id),
+            uuid, name, parent_provider_uuid, validate_request_id(global_request_id)
         )
 
     def delete_provider(

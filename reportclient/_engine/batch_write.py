@@ -26,6 +26,7 @@ from reportclient._engine.consumer_write import (
     DEFAULT_CONSUMER_TYPE,
     Kind,
     Sent,
+    changed,
     check_release,
     consumer_evidence,
 )
@@ -37,7 +38,6 @@ from reportclient._model.consumers import AllocationWrite, ConsumerAllocations, 
 from reportclient._model.microversions import CONSUMER_TYPE_VERSION
 from reportclient._model.validation import is_valid_name
 from reportclient.errors import (
-    ConsumerChanged,
     ConsumerGone,
     GenerationConflict,
     OutcomeUnknown,
@@ -195,12 +195,8 @@ class BatchWrite(
         if state.allocations == known:
             return
         self._gateway.forget_consumer(state.consumer_uuid)
-        raise ConsumerChanged(
-            f"the consumer holds {dict(state.allocations)} at generation {state.generation}, "
-            f"where the caller expected {dict(known) or 'nothing'}; nothing was written",
-            state=state,
-            known=None,
-            consumer_uuid=state.consumer_uuid,
+        raise changed(
+            state, f"the caller expected {dict(known) or 'nothing'}", "nothing was written"
         )
 
     def _check_release(self, state: ConsumerAllocations) -> None:

@@ -42,7 +42,14 @@ from reportclient.errors import (
     PlacementError,
 )
 
-__all__ = ["DEFAULT_CONSUMER_TYPE", "ConsumerWrite", "Kind", "check_release", "consumer_evidence"]
+__all__ = [
+    "DEFAULT_CONSUMER_TYPE",
+    "ConsumerWrite",
+    "Kind",
+    "changed",
+    "check_release",
+    "consumer_evidence",
+]
 
 #: The type a write gives a consumer it creates when the caller names none
 #: (a client's ``default_consumer_type`` overrides it).
@@ -226,12 +233,8 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
             self._gateway.forget_consumer(self.consumer)
         else:
             self._gateway.keep_known(known)
-        raise ConsumerChanged(
-            f"another writer changed the consumer: it holds {_describe(state)}, "
-            f"where this client knew {_describe(known)}; nothing was overwritten",
-            state=state,
-            known=known,
-            consumer_uuid=self.consumer,
+        raise changed(
+            state, f"this client knew {_describe(known)}", "nothing was overwritten", known
         )
 
     def _check_release(self, state: ConsumerAllocations) -> None:
@@ -341,12 +344,30 @@ def check_release(state: ConsumerAllocations, seen: Mapping[str, Mapping[str, in
     """
     if not state.allocations or state.allocations == seen:
         return
-    raise ConsumerChanged(
-        f"another writer changed the consumer since this release read it: it holds "
-        f"{_describe(state)}, where the release saw {dict(seen) or 'nothing'}; nothing was "
-        "removed (force_release removes whatever is there)",
+    raise changed(
+        state,
+        f"the release saw {dict(seen) or 'nothing'}",
+        "nothing was removed (force_release removes whatever is there)",
+    )
+
+
+def changed(
+    state: ConsumerAllocations,
+    premise: str,
+    outcome: str,
+    known: ConsumerAllocations | None = None,
+) -> ConsumerChanged:
+    """The refusal of a write whose premise another writer changed: ``state`` is what it holds.
+
+    Every claim, batch and release refuses the same way, worded once:
+    what the consumer holds, what the write was computed from
+    (``premise``), and that nothing was written (``outcome``).
+    """
+    return ConsumerChanged(
+        f"another writer changed the consumer: it holds {_describe(state)}, "
+        f"where {premise}; {outcome}",
         state=state,
-        known=None,
+        known=known,
         consumer_uuid=state.consumer_uuid,
     )
 

@@ -21,23 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
-from reportclient._gateway.gateway import Gateway
-from reportclient._model.providers import (
-    ProviderAggregates,
-    ProviderInventories,
-    ProviderTraits,
-    ProviderWrite,
-)
+from reportclient._gateway.gateway import Field, Gateway
+from reportclient._model.providers import ProviderWrite
 from reportclient.errors import OutcomeUnknown
 
 __all__ = ["Field", "FieldWrite"]
-
-Field = TypeVar("Field", ProviderInventories, ProviderTraits, ProviderAggregates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +110,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         if self._start_with is not None:
             start, self._start_with = self._start_with, None
             return start, self._start_read
-        entry = self._gateway.trusted_field(self.uuid, self._kind)
+        entry = self._gateway.fields.trusted_entry(self.uuid, self._kind)
         if entry is not None and isinstance(entry[0], self._kind):
             self._cached = True
             return entry[0], False

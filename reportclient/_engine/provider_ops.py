@@ -19,12 +19,12 @@ import tenacity
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.field_write import Field, FieldWrite
 from reportclient._engine.guarded_write import run_attempts
-from reportclient._gateway.gateway import Gateway, Snapshot, TreeListing
+from reportclient._gateway.gateway import Gateway, TreeListing
 from reportclient._model.microversions import Microversion
 from reportclient._model.providers import ProviderAllocations, ResourceProvider
 from reportclient.errors import CannotDeleteParent, PlacementUnavailable, ProviderInUse
 
-__all__ = ["CASCADE_ROUNDS", "UNSET", "FieldMemory", "ProviderOps"]
+__all__ = ["CASCADE_ROUNDS", "UNSET", "ProviderOps"]
 
 #: Rounds of "list the provider's consumers, delete their allocations, delete
 #: the provider" a cascading delete makes. A consumer allocating between the
@@ -35,37 +35,6 @@ CASCADE_ROUNDS = 3
 
 #: "Not given" for ``parent_provider_uuid`` (None un-parents).
 UNSET: Any = object()
-
-
-class FieldMemory:
-    """What reconcile may ask of the provider cache, through the gateway (read, and carry)."""
-
-    def __init__(self, gateway: Gateway) -> None:
-        self._gateway = gateway
-
-    def entry(self, uuid: str, kind: type[Snapshot]) -> tuple[Snapshot, float] | None:
-        """The field's last snapshot and when it was taken, however old; None in doubt."""
-        return self._gateway.field_entry(uuid, kind)
-
-    def trusted_entry(
-        self, uuid: str, kind: type[Snapshot], generation: int | None = None
-    ) -> tuple[Snapshot, float] | None:
-        """The snapshot if young (and, given ``generation``, proven at it)."""
-        return self._gateway.trusted_field(uuid, kind, generation)
-
-    def put(
-        self, snapshot: Snapshot, taken_at: float | None = None, proven: float | None = None
-    ) -> None:
-        """Carry a snapshot on: our write moved its generation, or a listing re-proved it."""
-        if taken_at is None:
-            return
-        if proven is None:  # carried, not re-proven: as old as its proof on the server too
-            proven = self._gateway.field_proven(snapshot.uuid, type(snapshot))
-        self._gateway.carry_field(snapshot, taken_at, proven)
-
-    def proven(self, uuid: str, kind: type[Snapshot]) -> float | None:
-        """The server's time of the answer that proved the field's content, if known."""
-        return self._gateway.field_proven(uuid, kind)
 
 
 class ProviderOps:
@@ -81,7 +50,8 @@ class ProviderOps:
         self._gateway = gateway
         self._retry = retry
         self._contention = contention
-        self.cache = FieldMemory(gateway)
+        #: The provider cache as reconcile may read it and carry it on.
+        self.cache = gateway.fields
 
     @property
     def gateway(self) -> Gateway:
@@ -104,40 +74,35 @@ class ProviderOps:
         return self._gateway.get_provider(uuid, global_request_id)
 
     def create_provider(
-        self,
-        name: str,
-        *,
-        uuid: str | None = None,
-        parent_provider_uuid: str | None = None,
-        global_request_id: str | None = None,
+        self, name: str, uuid: str | None, parent: str | None, request_id: str | None
     ) -> ResourceProvider:
+        """``POST`` a provider: under ``parent`` if given, at ``uuid`` if given."""
         body: dict[str, Any] = {"name": name}
         if uuid is not None:
             body["uuid"] = uuid
-        if parent_provider_uuid is not None:
-            body["parent_provider_uuid"] = parent_provider_uuid
-        return self._gateway.create_provider(body, global_request_id)
+        if parent is not None:
+            body["parent_provider_uuid"] = parent
+        return self._gateway.create_provider(body, request_id)
 
     def update_provider(
-        self,
-        uuid: str,
-        *,
-        name: str | None = None,
-        parent_provider_uuid: str | None = UNSET,
-        global_request_id: str | None = None,
+        self, uuid: str, name: str | None, parent: str | None, request_id: str | None
     ) -> ResourceProvider:
-        """Rename and/or re-parent; a lost answer is settled by reading (unguarded, idempotent)."""
+        """Rename and/or re-parent; a lost answer is settled by reading (unguarded, idempotent).
+
+        :param name: None: keep the provider's own (read first: the PUT needs it).
+        :param parent: :data:`UNSET`: keep the provider's own; None: un-parent.
+        """
         if name is None:
-            name = self._gateway.get_provider(uuid, global_request_id).name
+            name = self._gateway.get_provider(uuid, request_id).name
         body: dict[str, Any] = {"name": name}
-        if parent_provider_uuid is not UNSET:
-            body["parent_provider_uuid"] = parent_provider_uuid
+        if parent is not UNSET:
+            body["parent_provider_uuid"] = parent
         try:
-            return self._gateway.update_provider(uuid, body, global_request_id)
+            return self._gateway.update_provider(uuid, body, request_id)
         except PlacementUnavailable as exc:
             if not exc.outcome_unknown:
                 raise
-            now = self._gateway.get_provider(uuid, global_request_id)
+            now = self._gateway.get_provider(uuid, request_id)
             if now.name == body["name"] and now.parent_provider_uuid == body.get(
                 "parent_provider_uuid", now.parent_provider_uuid
             ):

@@ -10,39 +10,25 @@ this module is how.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from reportclient._engine.provider_ops import ProviderOps
+from reportclient._engine.provider_ops import UNSET, ProviderOps
+from reportclient._engine.reconcile_fields import FieldSteps
 from reportclient._engine.reconcile_plan import (
-    FieldPlan,
-    Known,
     PruneVerdict,
     Step,
-    after_write,
-    field_plans,
     is_reparenting,
     kept_by_refusal,
     needs_update,
-    needs_write,
     provider_steps,
     prune_plan,
     prune_verdict,
-    stand_in,
-    to_ensure,
-    unchanged_since,
-    young,
 )
-from reportclient._gateway.gateway import Snapshot, TreeListing
+from reportclient._gateway.gateway import TreeListing
 from reportclient._model.microversions import REPARENT_VERSION, Microversion
 from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
-from reportclient._model.providers import (
-    ProviderAggregates,
-    ProviderInventories,
-    ProviderTraits,
-    ResourceProvider,
-)
+from reportclient._model.providers import ResourceProvider
 from reportclient.errors import (
     CannotDeleteParent,
     DuplicateName,
@@ -56,8 +42,12 @@ from reportclient.errors import (
 __all__ = ["Run", "tree_anchors"]
 
 
-class Run:
-    """One reconcile call's state: its request count and what it has proven."""
+class Run(FieldSteps):
+    """One reconcile call's state (its request count and what it has proven), and its steps.
+
+    Providers (list, check, create, rename, re-parent) and prune are here;
+    the field steps are :class:`~.reconcile_fields.FieldSteps`.
+    """
 
     def __init__(
         self,
@@ -69,9 +59,6 @@ class Run:
     ) -> None:
         self.client = client
         self.merge = merge
-        # Agent setting: a snapshot stands in for a read while it is within
-        # max_staleness of this clock (the client's, as the cache's stamps
-        # are), at the listed generation; strict: within the cache's ttl.
         self.max_staleness = max_staleness
         self.clock = clock
         self.trusted = False
@@ -84,7 +71,6 @@ class Run:
         self.moved: list[str] = []
         self.generations: dict[str, int] = {}
         self.ensured: set[str] = set()
-        # Each listed provider's tree listing (its server times).
         self.listed: dict[str, TreeListing] = {}
 
     def report(self) -> ReconcileReport:
@@ -161,12 +147,10 @@ class Run:
 
     def _update(self, spec: ProviderSpec, rp: ResourceProvider) -> ResourceProvider:
         self._check_move(spec, rp)
-        kwargs: dict[str, Any] = {"name": spec.name, "global_request_id": self.request_id}
-        if rp.parent_provider_uuid != spec.parent:
-            kwargs["parent_provider_uuid"] = spec.parent
+        parent = spec.parent if rp.parent_provider_uuid != spec.parent else UNSET
         self.requests += 1
         try:
-            updated = self.client.update_provider(spec.uuid, **kwargs)
+            updated = self.client.update_provider(spec.uuid, spec.name, parent, self.request_id)
         except DuplicateName as exc:
             raise self._name_held(spec, exc) from exc
         self.updated.append(updated.uuid)
@@ -175,12 +159,7 @@ class Run:
     def _create(self, spec: ProviderSpec) -> ResourceProvider:
         self.requests += 1
         try:
-            rp = self.client.create_provider(
-                spec.name,
-                uuid=spec.uuid,
-                parent_provider_uuid=spec.parent,
-                global_request_id=self.request_id,
-            )
+            rp = self.client.create_provider(spec.name, spec.uuid, spec.parent, self.request_id)
         except DuplicateName as exc:
             # The uuid or the name is taken. The uuid may be ours: created by
             # another agent since our listing, or in a tree we did not list
@@ -293,190 +272,6 @@ class Run:
             " Release or move their allocations, then reconcile again"
         )
         return type(first)(message, **_where(first))
-
-    def fields(self, spec: ProviderSpec, rp: ResourceProvider, fresh: bool) -> None:
-        """Bring each managed field of one provider to the description."""
-        cache = self.client.cache
-        now = self._now()
-        known: dict[str, Known] = {}
-        for kind in (ProviderInventories, ProviderTraits, ProviderAggregates):
-            if self.max_staleness is not None:
-                # The agent setting: young by its own window, however the
-                # listing's generation vouches for it (a re-created provider
-                # can be back at it holding another writer's content).
-                entry = stand_in(
-                    cache.entry(rp.uuid, kind),
-                    rp.generation,
-                    now=now,
-                    max_age=self.max_staleness,
-                ) or self._reproven(rp, kind, now)
-            else:
-                # Strict: young by the cache's ttl, or created by this call.
-                candidate = (
-                    cache.entry(rp.uuid, kind)
-                    if fresh
-                    else cache.trusted_entry(rp.uuid, kind, rp.generation)
-                )
-                entry = stand_in(candidate, rp.generation)
-            if entry is not None:
-                known[kind.ROUTE] = entry
-        generation = rp.generation
-        for plan in field_plans(spec, self.merge):
-            kind = plan.kind
-            held = known.get(kind.ROUTE)
-            just_read = held is None
-            if held is None:
-                held = self._read(kind, rp.uuid)
-            start = held[0]
-            if needs_write(plan, start):
-                self._ensure(plan, start)
-            result, wrote = self._write(kind, rp.uuid, plan.compute, start, just_read)
-            known = after_write(known, generation, result, wrote)
-            if result is start:
-                known[kind.ROUTE] = held  # nothing sent produced it: same age
-            else:
-                # The cycle cached its last read or write, stamped when it returned.
-                known[kind.ROUTE] = (result, _taken_at(cache.entry(rp.uuid, kind), result))
-            generation = result.generation
-        for snap, taken in known.values():
-            # What our own writes proved still holds at the final generation,
-            # as old as the request that proved it (never re-stamped now).
-            if snap.generation == generation and taken is not None:
-                cache.put(snap, taken_at=taken)
-        self.generations[rp.uuid] = generation
-
-    def _reproven(
-        self, rp: ResourceProvider, kind: type[Snapshot], now: float
-    ) -> tuple[Snapshot, float] | None:
-        """A snapshot past the window that the tree's listing proves again, re-stamped; or None.
-
-        The listing's ``Last-Modified`` predates the snapshot's proof: nothing
-        in the tree changed since (:func:`unchanged_since`), so its content is
-        proven as of the listing, for another window. The steady agent's
-        cost stays one listing per window (issue 35: re-reading every field
-        instead cost 1.16 requests per agent-period against 0.17).
-        """
-        cache = self.client.cache
-        entry = cache.entry(rp.uuid, kind)
-        listing = self.listed.get(rp.uuid)
-        if (
-            entry is None
-            or listing is None
-            or entry[0].generation != rp.generation
-            or not unchanged_since(cache.proven(rp.uuid, kind), listing.modified)
-        ):
-            return None
-        cache.put(entry[0], taken_at=now, proven=listing.answered)
-        return entry[0], now
-
-    def _now(self) -> float:
-        return self.clock() if self.clock is not None else 0.0
-
-    def _read(self, kind: type[Snapshot], uuid: str) -> Known:
-        """One field read, counted, with when the cache stamped it."""
-        # The union of field types is not a value of the TypeVar: Any bridges it.
-        any_kind: Any = kind
-        self.requests += 1
-        read = self.client.read(any_kind, uuid, self.request_id)
-        return read, _taken_at(self.client.cache.entry(uuid, kind), read)
-
-    def remembered(self, specs: Sequence[ProviderSpec]) -> bool:
-        """Whether the cache holds every field ``specs`` manages (the window trusts those)."""
-        cache = self.client.cache
-        return all(
-            cache.entry(spec.uuid, plan.kind) is not None
-            for spec in specs
-            for plan in field_plans(spec, self.merge)
-        )
-
-    def within_window(self, spec: ProviderSpec, window: float) -> None:
-        """Bring one provider to ``spec`` from what this client last read or wrote, listing nothing.
-
-        A field whose cached content is younger than ``window`` and already
-        holds the description costs no request. One that differs is written
-        at the cached generation: an allocation (or another writer) since
-        then makes it a 409, which re-reads that field alone and recomputes.
-        The other fields are not re-read for it: an allocation changes no
-        inventory, trait or aggregate, and another writer's change is what
-        the window accepts not seeing until it ends. A field whose content
-        is older than ``window`` (proven before the tree's last listing,
-        then trusted by it) is read first: no content stands in for a read
-        longer than the window.
-        """
-        cache = self.client.cache
-        now = self._now()
-        for plan in field_plans(spec, self.merge):
-            kind = plan.kind
-            entry = cache.entry(spec.uuid, kind)
-            assert entry is not None  # checked by remembered() before any write
-            just_read = not young(entry[1], now, window)
-            start = self._read(kind, spec.uuid)[0] if just_read else entry[0]
-            if not needs_write(plan, start):
-                continue
-            self._ensure(plan, start)
-            result, wrote = self._write(kind, spec.uuid, plan.compute, start, just_read)
-            if wrote:
-                # Our write moved the provider from result.generation - 1 and
-                # changed only its own field: a field known at that
-                # generation holds at the new one, as old as its proof.
-                for other in (ProviderInventories, ProviderTraits, ProviderAggregates):
-                    held = cache.entry(spec.uuid, other)
-                    if (
-                        other is not kind
-                        and held is not None
-                        and held[0].generation == result.generation - 1
-                    ):
-                        moved = dataclasses.replace(held[0], generation=result.generation)
-                        cache.put(moved, taken_at=held[1])
-        generations = [
-            entry[0].generation
-            for kind in (ProviderInventories, ProviderTraits, ProviderAggregates)
-            if (entry := cache.entry(spec.uuid, kind)) is not None
-        ]
-        if generations:
-            self.generations[spec.uuid] = max(generations)
-
-    def _write(
-        self,
-        kind: type[Any],
-        uuid: str,
-        compute: Callable[[Any], Any],
-        start: Snapshot,
-        start_read: bool,
-    ) -> tuple[Any, bool]:
-        """One field change from ``start``, counted: the field afterwards, and whether it wrote."""
-        result, sent, wrote = self.client.change(
-            kind,
-            uuid,
-            compute,
-            idempotent=True,
-            start=start,
-            start_read=start_read,
-            global_request_id=self.request_id,
-        )
-        self.requests += sent
-        if wrote:
-            self.written.append((uuid, kind.ROUTE))
-        return result, wrote
-
-    def _ensure(self, plan: FieldPlan, start: Snapshot) -> None:
-        """Create the custom classes or traits a write will name, unless the provider has them."""
-        for name in to_ensure(plan, start, self.ensured):
-            self.requests += 1
-            if plan.kind is ProviderInventories:
-                self.client.ensure_resource_class(name, global_request_id=self.request_id)
-            else:
-                self.client.ensure_trait(name, global_request_id=self.request_id)
-            self.ensured.add(name)
-
-
-def _taken_at(entry: tuple[Snapshot, float] | None, snap: Snapshot) -> float | None:
-    """When ``snap`` was cached, if the cache ``entry`` still holds this very snapshot.
-
-    Another thread of the same client may have cached a newer one since;
-    then ``snap``'s age is unknown and it is not cached on.
-    """
-    return entry[1] if entry is not None and entry[0] is snap else None
 
 
 def tree_anchors(specs: Sequence[ProviderSpec]) -> list[str]:

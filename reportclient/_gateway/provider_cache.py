@@ -42,13 +42,18 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from reportclient._gateway.ordering import Order, Version, order
 from reportclient._model.providers import ProviderAggregates, ProviderInventories, ProviderTraits
 
-__all__ = ["FIELDS", "ProviderCache", "Snapshot"]
+__all__ = ["FIELDS", "FIELD_KINDS", "Field", "ProviderCache", "Snapshot"]
 
 Snapshot = ProviderInventories | ProviderTraits | ProviderAggregates
+#: The three generation-guarded fields of a provider, as types.
+FIELD_KINDS: tuple[type[Snapshot], ...] = (ProviderInventories, ProviderTraits, ProviderAggregates)
+#: One of the three, the same one in and out (a read or write of that field).
+Field = TypeVar("Field", ProviderInventories, ProviderTraits, ProviderAggregates)
 #: Every field a provider cache entry can hold, by route.
 FIELDS = ("inventories", "traits", "aggregates")
 

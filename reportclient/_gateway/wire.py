@@ -34,6 +34,10 @@ class Answer(Protocol):
 class Wire(Protocol):
     """One request at a time to Placement, with typed errors for every failure.
 
+    The two methods restate :class:`~reportclient._wire.transport.Transport`'s
+    signatures: that is what a structural type is (the gateway may not import
+    the wire), and mypy checks the two stay the same.
+
     ``request`` raises a :class:`~reportclient.errors.PlacementError` subclass
     for anything but a 2xx: :class:`~reportclient.errors.GenerationConflict`
     for a conflict, :class:`~reportclient.errors.PlacementUnavailable` (with

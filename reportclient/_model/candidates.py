@@ -31,12 +31,16 @@ from reportclient._model.microversions import (
     VERBOSE_SUFFIX_VERSION,
     Microversion,
 )
-from reportclient._model.validation import MAX_INT, is_valid_name, validate_uuid
+from reportclient._model.validation import (
+    members,
+    validate_resources,
+    validate_standard_name,
+    validate_uuid,
+)
 from reportclient.errors import InvalidInput
 
 __all__ = ["CandidatesQuery", "RequestGroup", "any_of"]
 
-_MAX_NAME = 255
 _SUFFIX = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NUMERIC_SUFFIX = re.compile(r"[1-9][0-9]*")
 
@@ -52,22 +56,16 @@ def any_of(*names: str) -> frozenset[str]:
 
 
 def _trait(name: object) -> str:
-    if not is_valid_name(name) or len(name) > _MAX_NAME:
-        raise InvalidInput(f"trait must match ^[A-Z0-9_]+$ (at most 255 characters), got {name!r}")
-    return name
+    return validate_standard_name(name, "trait")
 
 
 def _names(values: object, check: Any, what: str) -> frozenset[str]:
-    if isinstance(values, str) or not isinstance(values, Collection):
-        raise InvalidInput(f"{what} must be a collection of names, got {values!r}")
-    return frozenset(check(v) for v in values)
+    return frozenset(check(v) for v in members(values, what))
 
 
 def _terms(values: object, check: Any, what: str) -> tuple[str | frozenset[str], ...]:
-    if isinstance(values, str) or not isinstance(values, Collection):
-        raise InvalidInput(f"{what} must be a collection, got {values!r}; wrap one name in a list")
     terms: list[str | frozenset[str]] = []
-    for value in values:
+    for value in members(values, what):
         if isinstance(value, str):
             terms.append(check(value))
         else:
@@ -103,7 +101,7 @@ class RequestGroup:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "resources", _resources(self.resources))
+        set_(self, "resources", validate_resources(self.resources))
         set_(self, "required", _terms(self.required, _trait, "required"))
         set_(self, "forbidden", _names(self.forbidden, _trait, "forbidden"))
         aggregate = _aggregate
@@ -147,19 +145,6 @@ class RequestGroup:
         if any(not isinstance(t, str) for t in self.required):
             needs.append(ANY_TRAIT_VERSION)
         return max(needs)
-
-
-def _resources(value: object) -> dict[str, int]:
-    if not isinstance(value, Mapping):
-        raise InvalidInput(f"resources must map resource classes to amounts, got {value!r}")
-    out = {}
-    for rc, amount in value.items():
-        if not is_valid_name(rc):
-            raise InvalidInput(f"resource class must match ^[A-Z0-9_]+$, got {rc!r}")
-        if isinstance(amount, bool) or not isinstance(amount, int) or not 1 <= amount <= MAX_INT:
-            raise InvalidInput(f"amount of {rc} must be an int from 1 to {MAX_INT}, got {amount!r}")
-        out[rc] = amount
-    return out
 
 
 def _aggregate(value: object) -> str:

@@ -51,8 +51,9 @@ class ProviderSpec:
 
         :raises InvalidInput: a malformed uuid, parent or name; inventories
             that are not a mapping, or an entry with a bad class name, an
-            unknown key, no ``total`` or a non-finite ratio; traits or
-            aggregates given as one string or with a malformed member.
+            unknown key, no ``total``, a field out of Placement's range or
+            a negative capacity (:class:`Inventory`); traits or aggregates
+            given as one string or with a malformed member.
         """
         uuid = validate_uuid(self.uuid, "uuid")
         try:

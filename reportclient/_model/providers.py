@@ -12,9 +12,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # Python 3.10
+    from typing_extensions import Self
 
 from reportclient._model.validation import MAX_INT, validate_standard_name, validate_uuid
 from reportclient.errors import InvalidInput
@@ -30,6 +36,7 @@ __all__ = [
     "ProviderTraits",
     "ProviderWrite",
     "ResourceProvider",
+    "check_capacity",
     "inventories_from",
     "inventories_of",
     "stored_ratio",
@@ -87,11 +94,28 @@ def stored_ratio(ratio: float) -> float:
     return float(f"{single:.6g}")
 
 
+#: Each integer field of an inventory and its least value: the inventory schema
+#: (``placement/schemas/inventory.py``) says ``minimum`` 1 for all but ``reserved``
+#: (0) and ``maximum`` MAX_INT for every one (each is an ``Integer`` column).
+_INT_FIELDS = {"total": 1, "reserved": 0, "min_unit": 1, "max_unit": 1, "step_size": 1}
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Inventory:
     """One resource class's inventory on a provider, with Placement's defaults.
 
+    Every field is checked as Placement's inventory schema checks it:
+    ``total``, ``min_unit``, ``max_unit`` and ``step_size`` from 1,
+    ``reserved`` from 0, all at most :data:`MAX_INVENTORY_INT`;
+    ``allocation_ratio`` a finite number within a single-precision FLOAT.
+    The schema sets no least ratio (0 and negative ratios are written), and
+    neither does this class. Placement's cross-field rule, a capacity that
+    is not negative, is checked on writing (:meth:`of`), not here: an
+    inventory Placement already holds may break it (see :func:`check_capacity`).
+
     Two inventories are equal when their ratios are (see :func:`stored_ratio`).
+
+    :raises InvalidInput: a field out of its range, naming the field.
     """
 
     total: int
@@ -102,10 +126,14 @@ class Inventory:
     allocation_ratio: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("total", "reserved", "min_unit", "max_unit", "step_size"):
+        for name, least in _INT_FIELDS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise InvalidInput(f"inventory {name} must be an int, got {value!r}")
+            if not least <= value <= MAX_INVENTORY_INT:
+                raise InvalidInput(
+                    f"inventory {name} must be from {least} to {MAX_INVENTORY_INT}, got {value}"
+                )
         if isinstance(self.allocation_ratio, bool) or not isinstance(
             self.allocation_ratio, int | float
         ):
@@ -118,6 +146,11 @@ class Inventory:
                 f"allocation_ratio must be within -{MAX_ALLOCATION_RATIO} and "
                 f"{MAX_ALLOCATION_RATIO}, got {self.allocation_ratio!r}"
             )
+
+    @property
+    def capacity(self) -> int:
+        """What Placement computes: ``int((total - reserved) * allocation_ratio)``."""
+        return int((self.total - self.reserved) * self.allocation_ratio)
 
     def _compared(self) -> tuple[int, int, int, int, int, float]:
         return (
@@ -145,7 +178,15 @@ class Inventory:
 
     @classmethod
     def of(cls, spec: Inventory | int | Mapping[str, Any]) -> Inventory:
-        """An Inventory from itself, a total, or a mapping of fields."""
+        """An Inventory to write, from itself, a total, or a mapping of fields.
+
+        :raises InvalidInput: a field out of range, or a negative capacity
+            (:func:`check_capacity`).
+        """
+        return check_capacity(cls._of(spec))
+
+    @classmethod
+    def _of(cls, spec: Inventory | int | Mapping[str, Any]) -> Inventory:
         if isinstance(spec, Inventory):
             return spec
         if isinstance(spec, int) and not isinstance(spec, bool):
@@ -172,6 +213,34 @@ class Inventory:
 
 #: The fields of an inventory record, as Placement names them.
 _FIELDS = tuple(f.name for f in dataclasses.fields(Inventory))
+
+
+def check_capacity(inventory: Inventory) -> Inventory:
+    """Return ``inventory`` if Placement's inventory routes would store it: capacity >= 0.
+
+    ``PUT``/``POST .../inventories`` refuse (400) an inventory whose
+    ``int((total - reserved) * allocation_ratio)`` is below 0 (from 1.26;
+    ``placement/handlers/inventory.py`` ``_validate_inventory_capacity``),
+    so ``reserved`` above ``total`` is refused at a positive ratio. The
+    rule is Placement's own arithmetic, truncation included, so nothing it
+    stores is refused here.
+
+    ``POST /reshaper`` skips that check in 16.0.0 and stores such an
+    inventory (``tests/functional/test_bad_input_real.py`` shows it). The
+    library refuses it on the reshaper too: an inventory with a negative
+    capacity can hold no allocation, and every later inventory write of
+    the provider that keeps it is refused, so storing it is a mistake that
+    blocks the provider's inventory writes, never a capability.
+
+    :raises InvalidInput: a negative capacity, naming ``reserved``.
+    """
+    if inventory.capacity < 0:
+        raise InvalidInput(
+            f"inventory reserved ({inventory.reserved}) leaves a negative capacity: "
+            f"(total {inventory.total} - reserved {inventory.reserved}) * allocation_ratio "
+            f"{inventory.allocation_ratio} < 0"
+        )
+    return inventory
 
 
 def _kind_of(value: object) -> str:
@@ -261,8 +330,57 @@ class ProviderInventories:
         return dict(self.inventories) == dict(value)
 
 
+class _MemberSet:
+    """What the two set-valued fields share: a frozenset under the key its route is named after.
+
+    ``GET``/``PUT .../traits`` and ``.../aggregates`` (1.19+) carry
+    ``{"<route>": [...], "resource_provider_generation": n}``; only the rule
+    a member must meet differs (:meth:`_member`).
+    """
+
+    __slots__ = ()
+    uuid: str
+    generation: int
+    #: The route of this field under ``/resource_providers/{uuid}``, and its key.
+    ROUTE: ClassVar[str]
+
+    if TYPE_CHECKING:
+
+        def __init__(self, uuid: str, generation: int, members: frozenset[str], /) -> None: ...
+
+    @staticmethod
+    def _member(value: object) -> str:
+        raise NotImplementedError
+
+    @property
+    def _members(self) -> frozenset[str]:
+        members: frozenset[str] = getattr(self, self.ROUTE)
+        return members
+
+    @classmethod
+    def from_json(cls, uuid: str, data: Mapping[str, Any]) -> Self:
+        """Build from ``GET``/``PUT`` of the field's route."""
+        return cls(uuid, int(data["resource_provider_generation"]), frozenset(data[cls.ROUTE]))
+
+    @property
+    def value(self) -> set[str]:
+        """A fresh copy of the field, for a mutate function to edit."""
+        return set(self._members)
+
+    def body(self, value: Iterable[str]) -> dict[str, Any]:
+        """The PUT body replacing the field with ``value`` at this generation."""
+        return {
+            "resource_provider_generation": self.generation,
+            self.ROUTE: sorted({self._member(v) for v in value}),
+        }
+
+    def holds(self, value: Iterable[str]) -> bool:
+        """Whether writing ``value`` would change nothing."""
+        return self._members == frozenset(value)
+
+
 @dataclass(frozen=True, slots=True)
-class ProviderTraits:
+class ProviderTraits(_MemberSet):
     """A provider's traits as of ``generation``."""
 
     uuid: str
@@ -271,27 +389,13 @@ class ProviderTraits:
 
     ROUTE = "traits"
 
-    @classmethod
-    def from_json(cls, uuid: str, data: Mapping[str, Any]) -> ProviderTraits:
-        """Build from ``GET``/``PUT .../traits``."""
-        return cls(uuid, int(data["resource_provider_generation"]), frozenset(data["traits"]))
-
-    @property
-    def value(self) -> set[str]:
-        """A fresh copy of the field, for a mutate function to edit."""
-        return set(self.traits)
-
-    def body(self, value: Iterable[str]) -> dict[str, Any]:
-        """The PUT body replacing the field with ``value`` at this generation."""
-        return {"resource_provider_generation": self.generation, "traits": sorted(value)}
-
-    def holds(self, value: Iterable[str]) -> bool:
-        """Whether writing ``value`` would change nothing."""
-        return self.traits == frozenset(value)
+    @staticmethod
+    def _member(value: object) -> str:
+        return validate_standard_name(value, "trait")
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderAggregates:
+class ProviderAggregates(_MemberSet):
     """A provider's aggregate uuids as of ``generation`` (microversion 1.19+)."""
 
     uuid: str
@@ -300,26 +404,9 @@ class ProviderAggregates:
 
     ROUTE = "aggregates"
 
-    @classmethod
-    def from_json(cls, uuid: str, data: Mapping[str, Any]) -> ProviderAggregates:
-        """Build from ``GET``/``PUT .../aggregates``."""
-        return cls(uuid, int(data["resource_provider_generation"]), frozenset(data["aggregates"]))
-
-    @property
-    def value(self) -> set[str]:
-        """A fresh copy of the field, for a mutate function to edit."""
-        return set(self.aggregates)
-
-    def body(self, value: Iterable[str]) -> dict[str, Any]:
-        """The PUT body replacing the field with ``value`` at this generation."""
-        return {
-            "resource_provider_generation": self.generation,
-            "aggregates": sorted(validate_uuid(a) for a in value),
-        }
-
-    def holds(self, value: Iterable[str]) -> bool:
-        """Whether writing ``value`` would change nothing."""
-        return self.aggregates == frozenset(value)
+    @staticmethod
+    def _member(value: object) -> str:
+        return validate_uuid(value, "aggregate")
 
 
 @dataclass(frozen=True, slots=True)

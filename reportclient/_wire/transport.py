@@ -255,7 +255,7 @@ class Transport:
     def _negotiate(self) -> Microversion:
         """Ask keystoneauth's discovery, else ``GET /`` (see ``reportclient._wire.negotiation``)."""
         where: dict[str, Any] = {"method": "GET", "url": "/"}
-        ambient = sys.exception()
+        ambient = sys.exc_info()[1]  # sys.exception() is 3.11+
         failure: Failure | None = None
         try:
             offered = discovered_range(self._adapter)
@@ -369,7 +369,7 @@ class Transport:
             kwargs["global_request_id"] = request_id
         # The caller may be handling an exception (a lost answer being
         # checked); it is the context of what fails below, not its cause.
-        ambient = sys.exception()
+        ambient = sys.exc_info()[1]  # sys.exception() is 3.11+
         failure: Failure | None = None
         started = time.perf_counter()
         try:

@@ -1,15 +1,24 @@
 """The ``with`` protocol every server, cluster and proxy of the harness shares.
 
 Each one is started by the test and must be stopped whatever the test did, so each is a
-context manager whose exit stops it; one base says so instead of six copies.
+context manager whose exit stops it; one base says so instead of six copies, and says
+once what asking a stopped one for its port, process or directory raises.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Self
+import sys
+from typing import TypeVar
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # Python 3.10
+    from typing_extensions import Self
 
 __all__ = ["Started"]
+
+T = TypeVar("T")
 
 
 class Started(abc.ABC):
@@ -30,3 +39,12 @@ class Started(abc.ABC):
     def __exit__(self, *exc_info: object) -> None:
         """Stop, also when the body raised."""
         self.stop()
+
+    def _started(self, value: T | None) -> T:
+        """``value``, which only a started instance has (a port, a process, a directory).
+
+        :raises RuntimeError: ``value`` is None or 0: not started, or stopped since.
+        """
+        if value is None or value == 0:
+            raise RuntimeError(f"{type(self).__name__} is not running (not started, or stopped)")
+        return value

@@ -23,7 +23,7 @@ from reportclient.testing import EmbeddedPlacement
 from tests.functional._helpers import claim, make_client, new_id, wire
 
 WINDOW = 300.0
-LONG_AGO = datetime.datetime(2001, 1, 1, tzinfo=datetime.UTC)
+LONG_AGO = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 def backdate(placement: EmbeddedPlacement, uuids: Iterable[str]) -> None:

@@ -113,16 +113,12 @@ class PlacementCluster(Started):
     @property
     def url(self) -> str:
         """Endpoint URL without trailing slash."""
-        if not self._port:
-            raise RuntimeError("PlacementCluster has not been started")
-        return f"http://{self.host}:{self._port}"
+        return f"http://{self.host}:{self._started(self._port)}"
 
     @property
     def master_pid(self) -> int:
         """The gunicorn master's process id."""
-        if self._proc is None:
-            raise RuntimeError("PlacementCluster is not running")
-        return self._proc.pid
+        return self._started(self._proc).pid
 
     # -- lifecycle ---------------------------------------------------------------------------
 

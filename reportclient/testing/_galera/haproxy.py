@@ -71,16 +71,12 @@ class HAProxy(Started):
     @property
     def url(self) -> str:
         """The frontend's URL, without trailing slash."""
-        if not self.port:
-            raise RuntimeError("HAProxy has not been started")
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self._started(self.port)}"
 
     @property
     def socket_path(self) -> Path:
         """The runtime API's UNIX socket (``level admin``)."""
-        if self._tmpdir is None:
-            raise RuntimeError("HAProxy has not been started")
-        return self._tmpdir / "admin.sock"
+        return self._started(self._tmpdir) / "admin.sock"
 
     def config(self) -> str:
         """The configuration file's text."""

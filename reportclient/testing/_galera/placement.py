@@ -154,9 +154,7 @@ class GaleraPlacement(Started):
     @property
     def url(self) -> str:
         """HAProxy's URL: what clients use."""
-        if self.haproxy is None:
-            raise RuntimeError("GaleraPlacement is not running")
-        return self.haproxy.url
+        return self._started(self.haproxy).url
 
     def start(self) -> GaleraPlacement:
         """Start Galera, create the database, start the hosts one by one, then HAProxy."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -59,7 +58,6 @@ class EmbeddedPlacement(SQLitePlacement):
         self._thread: threading.Thread | None = None
         self._engine: Any = None
         self._cleanups: list[Callable[[], None]] = []
-        self.startup_seconds: float | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -74,14 +72,7 @@ class EmbeddedPlacement(SQLitePlacement):
                     "layer is a process-wide singleton, stop the other one first"
                 )
             EmbeddedPlacement._active = self
-        began = time.perf_counter()
-        try:
-            self._start()
-        except BaseException:
-            self._run_cleanups()
-            raise
-        self.startup_seconds = time.perf_counter() - began
-        return self
+        return self._timed_start(self._start, self._run_cleanups)
 
     def _start(self) -> None:
         from oslo_db.sqlalchemy import engines  # type: ignore[import-untyped]
@@ -192,9 +183,7 @@ class EmbeddedPlacement(SQLitePlacement):
     @property
     def port(self) -> int:
         """The bound TCP port."""
-        if self._server is None:
-            raise RuntimeError("EmbeddedPlacement is not running")
-        return int(self._server.server_port)
+        return int(self._started(self._server).server_port)
 
     @property
     def wsgi_app(self) -> Any:
@@ -204,9 +193,7 @@ class EmbeddedPlacement(SQLitePlacement):
         another writer land *inside* a request (from a hook patched into
         Placement) calls this directly, in the serving thread.
         """
-        if self._server is None:
-            raise RuntimeError("EmbeddedPlacement is not running")
-        return self._server.get_app()
+        return self._started(self._server).get_app()
 
     @property
     def max_microversion(self) -> str:

@@ -72,14 +72,11 @@ class PlacementServer(SQLitePlacement):
         self._finalizer: (
             weakref.finalize[[subprocess.Popen[bytes], float], PlacementServer] | None
         ) = None
-        self.startup_seconds: float | None = None
 
     # -- paths -------------------------------------------------------------------------------
 
     def _dir(self) -> Path:
-        if self._tmpdir is None:
-            raise RuntimeError("PlacementServer has not been started")
-        return self._tmpdir
+        return self._started(self._tmpdir)
 
     @property
     def db_path(self) -> Path:
@@ -112,17 +109,17 @@ class PlacementServer(SQLitePlacement):
         fresh = self._tmpdir is None
         if fresh:
             self._tmpdir = Path(tempfile.mkdtemp(prefix="reportclient-placement-"))
-        began = time.perf_counter()
-        try:
+
+        def bring_up() -> None:
             self._spawn()
             self._wait_ready()
-        except BaseException:
+
+        def undo() -> None:
             self._stop_process(graceful=False)
             if fresh:
                 self._remove_tmpdir()
-            raise
-        self.startup_seconds = time.perf_counter() - began
-        return self
+
+        return self._timed_start(bring_up, undo)
 
     def _spawn(self) -> None:
         self._port_file.unlink(missing_ok=True)
@@ -217,9 +214,7 @@ class PlacementServer(SQLitePlacement):
 
     def kill(self) -> None:
         """SIGKILL the child to simulate a crash; the database stays for :meth:`restart`."""
-        proc = self._proc
-        if proc is None:
-            raise RuntimeError("PlacementServer is not running")
+        proc = self._started(self._proc)
         os.kill(proc.pid, signal.SIGKILL)
         self._stop_process(graceful=False)
 
@@ -243,16 +238,12 @@ class PlacementServer(SQLitePlacement):
     @property
     def port(self) -> int:
         """The bound TCP port (kept across :meth:`restart`)."""
-        if not self._port:
-            raise RuntimeError("PlacementServer has not been started")
-        return self._port
+        return self._started(self._port)
 
     @property
     def max_microversion(self) -> str:
         """Highest microversion the server announced on ``GET /``."""
-        if self._max_microversion is None:
-            raise RuntimeError("PlacementServer has not been started")
-        return self._max_microversion
+        return self._started(self._max_microversion)
 
     def read_log(self) -> str:
         """Return the child's log so far (or the final log after :meth:`stop`)."""

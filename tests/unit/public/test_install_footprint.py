@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -79,13 +80,15 @@ def test_install_requires_is_only_what_the_client_imports():
     setup = configparser.ConfigParser()
     setup.read(ROOT / "setup.cfg")
     lines = setup["options"]["install_requires"].splitlines()
-    names = {
-        line.split(">")[0].split("=")[0].split("<")[0].strip().lower()
-        for line in lines
-        if line.strip() and not line.strip().startswith("#")
-    }
+    requirements = [
+        Requirement(line.strip()) for line in lines if line.strip() and not line.startswith("#")
+    ]
+    always = {r.name.lower() for r in requirements if r.marker is None}
+    on_310 = {r.name.lower(): str(r.marker) for r in requirements if r.marker is not None}
 
-    assert names == {"requests", "keystoneauth1", "tenacity", "urllib3"}
+    assert always == {"requests", "keystoneauth1", "tenacity", "urllib3"}
+    # typing.Unpack and typing.Self arrived in 3.11.
+    assert on_310 == {"typing-extensions": 'python_version < "3.11"'}
 
 
 def test_the_fixture_extra_holds_what_the_fake_imports():

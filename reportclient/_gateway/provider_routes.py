@@ -1,0 +1,182 @@
+"""The gateway's provider routes: providers, their fields, what is allocated against them.
+
+A field read or write answers with the field and the provider's
+generation, stored in the provider cache under its ticket with the
+server's time that proved it; creating a provider proves its three fields
+empty at generation 0; deleting one forgets them whatever the answer.
+:class:`FieldView` is what the engine may ask of that cache: read it, and
+carry on a snapshot its own write or a listing proved again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from reportclient._gateway import routes
+from reportclient._gateway.provider_cache import FIELD_KINDS, Field, ProviderCache, Snapshot
+from reportclient._gateway.sending import Sending
+from reportclient._gateway.wire import Answer
+from reportclient._model.providers import ProviderAllocations, ProviderWrite, ResourceProvider
+
+__all__ = ["FieldView", "ProviderRoutes", "TreeListing", "server_time"]
+
+
+def server_time(answer: Answer, header: str) -> float | None:
+    """An HTTP-date header of ``answer`` as POSIX seconds; None when absent or unreadable."""
+    value = answer.headers.get(header) if answer.headers else None
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class TreeListing:
+    """One tree's providers, and what the server's clock said of them.
+
+    :param modified: the newest ``updated_at``/``created_at`` of the listed
+        providers (``Last-Modified``, 1.15+): every change to a provider's
+        fields, and every allocation against it, moves its generation and
+        so its ``updated_at``; a provider re-created under its uuid has a new
+        ``created_at``. None when the server did not say.
+    :param answered: when the server answered (``Date``); None unknown.
+    """
+
+    providers: list[ResourceProvider]
+    modified: float | None
+    answered: float | None
+
+
+class FieldView:
+    """The provider cache as the engine sees it: read, and carry on (reconcile's memory)."""
+
+    def __init__(self, providers: ProviderCache) -> None:
+        self._providers = providers
+
+    def entry(self, uuid: str, kind: type[Snapshot]) -> tuple[Snapshot, float] | None:
+        """The field's last snapshot and when it was taken, however old; None in doubt."""
+        return self._providers.entry(uuid, kind)
+
+    def trusted_entry(
+        self, uuid: str, kind: type[Snapshot], generation: int | None = None
+    ) -> tuple[Snapshot, float] | None:
+        """The snapshot if young (and, given ``generation``, proven at it)."""
+        return self._providers.trusted_entry(uuid, kind, generation)
+
+    def proven(self, uuid: str, kind: type[Snapshot]) -> float | None:
+        """The server's time of the answer that proved the field's content, if known."""
+        return self._providers.proven(uuid, kind)
+
+    def put(
+        self, snapshot: Snapshot, taken_at: float | None = None, proven: float | None = None
+    ) -> None:
+        """Keep a snapshot this client's own write or a listing carried on, as old as its proof.
+
+        Reconcile's write of one field moves the provider's generation by
+        one and changes nothing else: the other fields it knew at the old
+        generation hold at the new one, proven when they were first read. A
+        tree listing that shows nothing changed since a field's proof proves
+        it again, as of the listing (``taken_at`` and ``proven`` its own).
+        Without ``taken_at`` (its age unknown) nothing is kept.
+        """
+        if taken_at is None:
+            return
+        if proven is None:  # carried, not re-proven: as old as its proof on the server too
+            proven = self._providers.proven(snapshot.uuid, type(snapshot))
+        self._providers.put(snapshot, taken_at, proven=proven)
+
+
+class ProviderRoutes(Sending):
+    """``/resource_providers`` and each provider's fields and allocations."""
+
+    def read_field(self, kind: type[Field], uuid: str, request_id: str | None) -> Field:
+        """``GET /resource_providers/{uuid}/{field}``, stored by the ordering rule."""
+        ticket = self._providers.ticket()
+        reply = self._wire.request(
+            "GET", routes.provider_field(uuid, kind.ROUTE), global_request_id=request_id
+        )
+        state = kind.from_json(uuid, reply.body or {})
+        self._providers.put(state, sent=ticket, proven=server_time(reply, "date"))
+        return state
+
+    def put_field(self, kind: type[Field], write: ProviderWrite, request_id: str | None) -> Field:
+        """``PUT`` one field with the generation it was computed from; the field as answered."""
+        ticket = self._providers.ticket()
+        with self._forgetting(fields=[(write.uuid, kind)]):
+            reply = self._wire.request(
+                "PUT",
+                routes.provider_field(write.uuid, write.route),
+                json=dict(write.body),
+                global_request_id=request_id,
+            )
+        # Placement answers with the field and its new generation: no guess.
+        new = kind.from_json(write.uuid, reply.body or {})
+        self._providers.put(new, sent=ticket, written=True, proven=server_time(reply, "date"))
+        return new
+
+    # -- providers ---------------------------------------------------------------------
+    def list_providers(
+        self, query: Mapping[str, str], request_id: str | None
+    ) -> list[ResourceProvider]:
+        """``GET /resource_providers`` with filters."""
+        body = self._get(routes.providers(query), request_id)
+        return [ResourceProvider.from_json(rp) for rp in body["resource_providers"]]
+
+    def list_tree(self, anchor: str, request_id: str | None) -> TreeListing:
+        """``GET /resource_providers?in_tree=``: a tree, and when it last changed."""
+        reply = self._wire.request(
+            "GET", routes.providers({"in_tree": anchor}), global_request_id=request_id
+        )
+        return TreeListing(
+            [ResourceProvider.from_json(rp) for rp in (reply.body or {})["resource_providers"]],
+            server_time(reply, "last-modified"),
+            server_time(reply, "date"),
+        )
+
+    def get_provider(self, uuid: str, request_id: str | None) -> ResourceProvider:
+        return ResourceProvider.from_json(self._get(routes.provider(uuid), request_id))
+
+    def create_provider(self, body: Mapping[str, Any], request_id: str | None) -> ResourceProvider:
+        """``POST /resource_providers``; its fields are known empty at generation 0.
+
+        A provider re-created under an old uuid restarts at 0 with nothing:
+        whatever was cached of the old one is replaced, proven by this answer.
+        """
+        tickets = [self._providers.ticket() for _ in FIELD_KINDS]
+        reply = self._wire.request(
+            "POST", routes.PROVIDERS, json=dict(body), global_request_id=request_id
+        )
+        rp = ResourceProvider.from_json(reply.body)
+        for kind, ticket in zip(FIELD_KINDS, tickets, strict=True):
+            self._providers.put(kind(rp.uuid, rp.generation), sent=ticket, written=True)
+        return rp
+
+    def update_provider(
+        self, uuid: str, body: Mapping[str, Any], request_id: str | None
+    ) -> ResourceProvider:
+        """``PUT /resource_providers/{uuid}`` (name, parent): no field changes."""
+        reply = self._wire.request(
+            "PUT", routes.provider(uuid), json=dict(body), global_request_id=request_id
+        )
+        return ResourceProvider.from_json(reply.body)
+
+    def delete_provider(self, uuid: str, request_id: str | None) -> None:
+        """``DELETE /resource_providers/{uuid}``; its fields are forgotten whatever the answer.
+
+        After a delete, answered or lost, the uuid may come back as another
+        provider at the generations this client knew: nothing it cached of
+        the old one may be trusted again.
+        """
+        try:
+            self._wire.request("DELETE", routes.provider(uuid), global_request_id=request_id)
+        finally:
+            self._providers.forget(uuid)
+
+    def provider_allocations(self, uuid: str, request_id: str | None) -> ProviderAllocations:
+        body = self._get(routes.provider_allocations(uuid), request_id)
+        return ProviderAllocations.from_json(uuid, body or {})

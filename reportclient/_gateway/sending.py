@@ -1,0 +1,62 @@
+"""What every family of Placement routes shares: the wire, both caches, and the forget rule.
+
+:class:`Sending` is the base of the gateway's route families
+(:mod:`.consumer_routes`, :mod:`.provider_routes`, :mod:`.catalogue_routes`);
+:class:`~reportclient._gateway.gateway.Gateway` is made of them. The rule
+for a failed request is written here once: a conflict or a lost answer
+forgets its subjects, a refusal keeps them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from reportclient._gateway.consumer_cache import ConsumerCache
+from reportclient._gateway.provider_cache import ProviderCache, Snapshot
+from reportclient._gateway.wire import Wire
+from reportclient.errors import GenerationConflict, PlacementUnavailable
+
+__all__ = ["Sending"]
+
+
+def _may_have_landed(exc: BaseException) -> bool:
+    """Whether a failed write may still have changed its subject."""
+    return isinstance(exc, GenerationConflict) or (
+        isinstance(exc, PlacementUnavailable) and exc.outcome_unknown
+    )
+
+
+class Sending:
+    """The wire and the caches a route family sends through and tells.
+
+    :param wire: the transport (:class:`reportclient._wire.transport.Transport`).
+    :param consumers: the client's consumer cache.
+    :param providers: the client's provider-field cache.
+    """
+
+    def __init__(self, wire: Wire, consumers: ConsumerCache, providers: ProviderCache) -> None:
+        self._wire = wire
+        self._consumers = consumers
+        self._providers = providers
+
+    def _get(self, path: str, request_id: str | None) -> Any:
+        return self._wire.request("GET", path, global_request_id=request_id).body
+
+    @contextmanager
+    def _forgetting(
+        self,
+        consumers: Iterable[str] = (),
+        fields: Iterable[tuple[str, type[Snapshot]]] = (),
+    ) -> Iterator[None]:
+        """Forget the subjects when the request may have changed them and no state says how."""
+        try:
+            yield
+        except BaseException as exc:
+            if _may_have_landed(exc):
+                for consumer in consumers:
+                    self._consumers.forget(consumer)
+                for uuid, kind in fields:
+                    self._providers.forget(uuid, kind)
+            raise
