@@ -10,7 +10,7 @@ import pytest
 
 from reportclient import _cli
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def test_the_help_names_the_extra_of_each_placement(capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,7 @@ import reportclient.config
 from reportclient.fixture import FakePlacement, make_client
 from tests.support.wire import new_uuid
 
-DOCS = pathlib.Path(__file__).resolve().parents[2] / "doc" / "source"
+DOCS = pathlib.Path(__file__).resolve().parents[3] / "doc" / "source"
 PROJECT, USER = "p-guide", "u-guide"
 
 

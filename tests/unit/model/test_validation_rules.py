@@ -17,7 +17,7 @@ from reportclient._model import validation as v
 from reportclient._model.candidates import CandidatesQuery, RequestGroup
 from reportclient._model.providers import Inventory
 from reportclient.errors import InvalidInput
-from tests.input_tables import INVENTORY_RECORDS, MAX_INT, inventory_id
+from tests.support.input_tables import INVENTORY_RECORDS, MAX_INT, inventory_id
 
 UUID = "7b0d3e28-5d0b-4bd5-8f71-1d3f5e6b1a2c"
 OK = None
@@ -220,7 +220,7 @@ def test_candidates_query_shares_the_trait_and_aggregate_rules(
     _check(build, refused)
 
 
-# -- inventories: the shared table (tests/input_tables.py cites the schema and handler).
+# -- inventories: the shared table (tests/support/input_tables.py cites the schema and handler).
 @pytest.mark.parametrize(
     ("record", "refused"), INVENTORY_RECORDS, ids=map(inventory_id, INVENTORY_RECORDS)
 )

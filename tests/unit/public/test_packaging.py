@@ -8,7 +8,7 @@ import pathlib
 
 import reportclient
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def setup_cfg() -> configparser.ConfigParser:

@@ -1,7 +1,7 @@
 """Values and Placement 16.0.0's verdict on them, shared by the unit rules and the real checks.
 
 Each row is ``(value, refused)``: ``refused`` is None when Placement stores the value, or
-the word the local refusal must name (the field). ``tests/unit/test_validation_rules.py``
+the word the local refusal must name (the field). ``tests/unit/model/test_validation_rules.py``
 checks the library's rule against every row; ``tests/functional/test_bad_input_real.py``
 sends the same rows raw to the real Placement and checks it gives the same verdict, so a
 rule that refuses more (or less) than Placement fails there.

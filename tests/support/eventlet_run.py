@@ -1,4 +1,4 @@
-"""Run pytest with every standard module green: ``python -m tests.eventlet_run [pytest args]``.
+"""Run pytest with every standard module green: ``python -m tests.support.eventlet_run ARGS``.
 
 nova-compute and the services built on oslo.service's eventlet backend call
 ``eventlet.monkey_patch()`` before anything imports ``threading`` or ``socket``; the client then
