@@ -33,7 +33,7 @@ A third window is not the fate rule's but the generation guard's own: a
 subject deleted and re-created back to exactly the generation a write
 carries, between the read the write was computed from and the write, takes
 the write (doc/source/write_semantics.rst, the ABA column). No read can see
-it; the model checker (``tests/write_machine.py``) counts all three apart
+it; the model checker (``tests/machines/write_machine.py``) counts all three apart
 from violations.
 """
 

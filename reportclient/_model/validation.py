@@ -14,7 +14,7 @@ Each rule is drawn from Placement 16.0.0: its JSON schemas
 PostgreSQL stores no NUL in a text column, so Placement on it answers 500
 (and a write would be reported as perhaps landed), while MariaDB and SQLite
 keep it; a value one of Placement's databases cannot hold is refused on all.
-``tests/unit/test_validation_rules.py`` tables every rule with its source.
+``tests/unit/model/test_validation_rules.py`` tables every rule with its source.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def validate_amount(amount: object, what: str) -> int:
     return amount
 
 
-def validate_generation(value: object, what: str) -> int:
+def validate_generation(value: object, what: str = "generation") -> int:
     """Return ``value`` if it is a generation Placement can hold: an int from 0 to :data:`MAX_INT`.
 
     Provider and consumer generations are ``Integer`` columns
@@ -199,16 +199,6 @@ def validate_max_staleness(value: object) -> float | None:
     ):
         raise InvalidInput(f"max_staleness must be None or seconds >= 0, got {value!r}")
     return float(value)
-
-
-def validate_generation(value: object, what: str = "generation") -> int:
-    """Return ``value`` if it is a provider generation: an int >= 0 (never a bool).
-
-    :raises InvalidInput: otherwise, before anything is sent.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{what} must be an int >= 0, got {value!r}")
-    return value
 
 
 def normalize_allocations(allocations: object) -> dict[str, dict[str, int]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reportclient._gateway import routes
 from reportclient._model.candidate_results import AllocationRequest
 from reportclient._model.consumers import ConsumerAllocations
 from reportclient._model.mutators import (
@@ -90,7 +91,7 @@ class AllocationCalls(Base):
             # At nova's microversion, so the body has nova's keys (no consumer_type).
             answer = self._placement.request(
                 "GET",
-                f"/allocations/{consumer}",
+                routes.consumer(consumer),
                 microversion=NOVA_CONSUMER_VERSION,
                 global_request_id=request_id(context),
             )
@@ -110,7 +111,7 @@ class AllocationCalls(Base):
         try:
             answer = self._placement.request(
                 "GET",
-                f"/resource_providers/{rp_uuid}/allocations",
+                routes.provider_allocations(rp_uuid),
                 global_request_id=request_id(context),
             )
         except PlacementError as exc:

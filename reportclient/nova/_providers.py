@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
 
+from reportclient._gateway import routes
 from reportclient._model.provider_tree import ProviderSpec
 from reportclient._model.providers import Inventory, ResourceProvider
 from reportclient._model.reshape import Reshape, ReshapeState
@@ -79,7 +80,7 @@ def _field_failure(
     fail(
         "ResourceProviderUpdateFailed",
         exc,
-        url=f"/resource_providers/{rp_uuid}/{route}",
+        url=routes.provider_field(rp_uuid, route),
         error=str(exc),
     )
 

@@ -138,3 +138,19 @@ def run_together(
     assert not stuck, f"threads still running after {timeout}s: {stuck}"
     assert all(o is not None for o in outcomes)
     return [o for o in outcomes if o is not None]
+
+
+def holds(admin: Any, consumer: str) -> tuple[int | None, dict[str, dict[str, int]]]:
+    """(generation, allocations) Placement holds for ``consumer``, read around the client."""
+    raw = admin.get_allocations(consumer)
+    return raw.get("consumer_generation"), held(raw)
+
+
+def claim(client: PlacementClient, consumer: str, allocs: Any, **kwargs: Any) -> Any:
+    """``client.claim`` as the functional tests' project and user."""
+    return client.claim(consumer, allocs, project_id=PROJECT, user_id=USER, **kwargs)
+
+
+def update(client: PlacementClient, consumer: str, mutate: Any, **kwargs: Any) -> Any:
+    """``client.update_allocations`` as the functional tests' project and user."""
+    return client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER, **kwargs)

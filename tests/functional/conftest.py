@@ -3,5 +3,22 @@
 Their fixtures (``real_placement``, ``placement_admin``, ``compute_node``,
 ``placement_process``) come from ``reportclient.testing.pytest_plugin``,
 which pyproject.toml's ``addopts`` loads for every run, so the functional
-and contract suites share one embedded Placement per session.
+and contract suites share one embedded Placement per session. The Keystone
+stand-in the configuration tests build clients through is defined here.
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from reportclient.testing import EmbeddedPlacement
+from tests.functional._identity import IdentityStub, identity_stub
+
+
+@pytest.fixture
+def keystone(real_placement: EmbeddedPlacement) -> Iterator[IdentityStub]:
+    """A Keystone stand-in on 127.0.0.1 whose catalog points at the embedded Placement."""
+    with identity_stub(real_placement.url) as stub:
+        yield stub

@@ -24,12 +24,14 @@ from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import (
     PROJECT,
     USER,
+    claim,
     fast_retry,
     held,
     make_cached_client,
     make_client,
     new_id,
     raw_body,
+    update,
     wire,
 )
 from tests.functional.test_lost_response import LosingAdapter, _client_over
@@ -41,15 +43,10 @@ def test_subtraction_leaves_the_rest_and_drops_classes_brought_to_zero(
 ) -> None:
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(
-        consumer, {compute_node: {"VCPU": 4, "MEMORY_MB": 512}}, project_id=PROJECT, user_id=USER
-    )
+    claim(client, consumer, {compute_node: {"VCPU": 4, "MEMORY_MB": 512}})
 
-    state = client.update_allocations(
-        consumer,
-        subtract_allocations({compute_node: {"VCPU": 1, "MEMORY_MB": 512}}),
-        project_id=PROJECT,
-        user_id=USER,
+    state = update(
+        client, consumer, subtract_allocations({compute_node: {"VCPU": 1, "MEMORY_MB": 512}})
     )
 
     raw = placement_admin.get_allocations(consumer)
@@ -63,16 +60,11 @@ def test_subtracting_more_than_held_reads_writes_nothing_and_says_how_much_is_mi
 ) -> None:
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     real_placement.clear_requests_seen()
 
     with pytest.raises(AllocationsNotHeld) as raised:
-        client.update_allocations(
-            consumer,
-            subtract_allocations({compute_node: {"VCPU": 3}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, subtract_allocations({compute_node: {"VCPU": 3}}))
 
     assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
     assert raised.value.missing == {compute_node: {"VCPU": 1}}
@@ -86,7 +78,7 @@ def test_a_clients_default_consumer_type_is_what_placement_records(
     client = make_client(real_placement, default_consumer_type="ACCELERATOR")
     claimed, batched = new_id(), new_id()
 
-    client.claim(claimed, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, claimed, {compute_node: {"VCPU": 1}})
     client.write_many({batched: {compute_node: {"VCPU": 1}}}, project_id=PROJECT, user_id=USER)
 
     assert placement_admin.get_allocations(claimed)["consumer_type"] == "ACCELERATOR"
@@ -188,21 +180,19 @@ def test_a_per_call_policy_surfaces_the_first_conflict_the_clients_recovers(
 ) -> None:
     client = make_cached_client(real_placement, retry=fast_retry())
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     # Another writer: the cached generation (1) is stale now.
     placement_admin.put_allocations(consumer, raw_body({compute_node: {"VCPU": 1}}, 1))
     real_placement.clear_requests_seen()
 
     with pytest.raises(GenerationConflict):
-        client.claim(
-            consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER, retry=NO_RETRY
-        )
+        claim(client, consumer, {compute_node: {"VCPU": 2}}, retry=NO_RETRY)
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 409)]
 
     placement_admin.put_allocations(consumer, raw_body({compute_node: {"VCPU": 1}}, 2))
     client.get_allocations(consumer)
     placement_admin.put_allocations(consumer, raw_body({compute_node: {"VCPU": 1}}, 3))
-    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
     assert state.generation == 5
 
 

@@ -20,7 +20,7 @@ from reportclient import ProviderSpec
 from reportclient._gateway.gateway import server_time
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement
-from tests.functional._helpers import PROJECT, USER, make_client, new_id, wire
+from tests.functional._helpers import claim, make_client, new_id, wire
 
 WINDOW = 300.0
 LONG_AGO = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc)
@@ -54,7 +54,7 @@ def test_placements_listing_moves_its_last_modified_on_every_change_the_rule_rel
 
     backdate(real_placement, [root])
     assert tree_modified(real_placement, root) == old
-    client.claim(new_id(), {root: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, new_id(), {root: {"VCPU": 1}})
     assert tree_modified(real_placement, root) > old + 86400  # an allocation
 
     backdate(real_placement, [root])

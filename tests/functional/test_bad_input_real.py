@@ -17,7 +17,7 @@ import reportclient
 from reportclient import Inventory, ProviderSpec, Reshape, ReshapeState
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import PROJECT, USER, make_client, new_id, raw_body, wire
-from tests.input_tables import INVENTORY_RECORDS, inventory_id
+from tests.support.input_tables import INVENTORY_RECORDS, inventory_id
 
 pytestmark = pytest.mark.functional
 

@@ -7,7 +7,7 @@ lost, a raw write through ``client.request``, a conflict's "expected N" outlivin
 it was meant for, a caller's ``retry_error_callback`` swallowing a write that may still land.
 
 The embedded Placement is one process, so every ordering is made by the fault proxy
-(``tests/faultproxy.py``): ``gate`` keeps a request until the test lets it commit,
+(``tests/support/faultproxy.py``): ``gate`` keeps a request until the test lets it commit,
 ``gate_answer`` keeps an answer Placement already gave until the test lets the client see
 it, ``drop_answer`` applies a write and loses its answer, ``hold`` keeps a write past the
 client's read timeout. What Placement holds is always read back with ``placement_admin``,
@@ -26,17 +26,17 @@ import tenacity
 import reportclient as rc
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import FaultProxy, RuleHandle, drop_answer, gate, gate_answer, hold
 from tests.functional._helpers import (
     CACHE_TTL,
     LATEST,
-    PROJECT,
-    USER,
+    claim,
     fast_retry,
     held,
     new_id,
     raw_body,
+    update,
 )
+from tests.support.faultproxy import FaultProxy, RuleHandle, drop_answer, gate, gate_answer, hold
 
 pytestmark = pytest.mark.functional
 
@@ -197,7 +197,7 @@ def test_own_create_stays_cached_when_an_overlapping_read_answered_missing(
     written, read = overlap(
         proxy,
         f"/allocations/{consumer}",
-        lambda: client.claim(consumer, claimed, project_id=PROJECT, user_id=USER),
+        lambda: claim(client, consumer, claimed),
         lambda: client.get_allocations(consumer),
         order,
     )
@@ -206,7 +206,7 @@ def test_own_create_stays_cached_when_an_overlapping_read_answered_missing(
     assert written.generation == 1
     assert client.cached(consumer) in (written, None)
     resized: Allocs = {compute_node: {"VCPU": 2}}
-    state = client.claim(consumer, resized, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, resized)
     assert state.generation == 2
     assert holdings(placement_admin, consumer) == (2, resized)
 
@@ -223,7 +223,7 @@ def test_update_after_own_release_and_an_overlapping_read_computes_from_the_recr
     admin = placement_admin
     client = cached_client_via(proxy)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
 
     _, read = overlap(
         proxy,
@@ -238,7 +238,7 @@ def test_update_after_own_release_and_an_overlapping_read_computes_from_the_recr
     unshelved: Allocs = {compute_node: {"VCPU": 3}}
     put(admin, consumer, unshelved, None)
     mutate = Recorder(compute_node)
-    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    update(client, consumer, mutate)
     assert mutate.seen == [(1, unshelved)]
     assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
 
@@ -283,7 +283,7 @@ def test_update_after_a_lost_consumer_delete_computes_from_the_recreated_consume
     doomed = admin.create_provider(inventory={"VCPU": 8})
     client = cached_client_via(proxy)
     consumer = new_id()
-    client.claim(consumer, {doomed: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {doomed: {"VCPU": 1}})
 
     with pytest.raises(rc.PlacementUnavailable) as caught:
         lose(client, proxy, consumer, doomed)
@@ -295,7 +295,7 @@ def test_update_after_a_lost_consumer_delete_computes_from_the_recreated_consume
     put(admin, consumer, unshelved, None)
     mutate = Recorder(compute_node)
 
-    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    update(client, consumer, mutate)
 
     assert mutate.seen == [(1, unshelved)]
     assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
@@ -343,7 +343,7 @@ def test_update_after_a_raw_put_reads_what_the_raw_write_left(
     admin = placement_admin
     client = cached_client_via(proxy)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     raw: Allocs = {compute_node: {"VCPU": 2}}
 
     answer = client.request("PUT", f"/allocations/{consumer}", json=raw_body(raw, 1))
@@ -352,7 +352,7 @@ def test_update_after_a_raw_put_reads_what_the_raw_write_left(
     trusted_after_raw = client.cached(consumer, trusted=True)
     assert holdings(admin, consumer) == (2, raw)
     mutate = Recorder(compute_node)
-    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    update(client, consumer, mutate)
     assert mutate.seen == [(2, raw)]
     assert holdings(admin, consumer) == (3, {compute_node: {"VCPU": 3}})
     assert trusted_after_raw is None
@@ -367,7 +367,7 @@ def test_update_after_a_raw_delete_is_consumer_gone_without_calling_mutate(
     admin = placement_admin
     client = cached_client_via(proxy)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
 
     answer = client.request("DELETE", f"/allocations/{consumer}")
 
@@ -375,7 +375,7 @@ def test_update_after_a_raw_delete_is_consumer_gone_without_calling_mutate(
     trusted_after_raw = client.cached(consumer, trusted=True)
     mutate = Recorder(compute_node)
     with pytest.raises(rc.ConsumerGone):
-        client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+        update(client, consumer, mutate)
     assert mutate.seen == []
     assert holdings(admin, consumer) == (None, {})
     assert trusted_after_raw is None
@@ -418,7 +418,7 @@ def _stale_cached_consumer(
     """
     client = cached_client_via(proxy, **kwargs)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     shown = [holdings(admin, consumer)]
     put(admin, consumer, {compute_node: {"VCPU": 3}}, 1)
     shown.append(holdings(admin, consumer))
@@ -436,12 +436,7 @@ def test_subtract_after_a_conflict_then_a_delete_is_consumer_gone(
     deleter = DeleteAfterConflict(proxy, placement_admin, consumer)
 
     with pytest.raises(rc.PlacementError) as caught:
-        client.update_allocations(
-            consumer,
-            rc.subtract_allocations({compute_node: {"VCPU": 1}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, rc.subtract_allocations({compute_node: {"VCPU": 1}}))
 
     deleter.done()
     assert isinstance(caught.value, rc.ConsumerGone), repr(caught.value)
@@ -459,7 +454,7 @@ def test_mutate_after_a_conflict_then_a_delete_only_sees_states_placement_return
     mutate = Recorder(compute_node)
 
     with pytest.raises(rc.ConsumerGone):
-        client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+        update(client, consumer, mutate)
 
     deleter.done()
     shown.append(holdings(placement_admin, consumer))
@@ -481,7 +476,7 @@ def test_claim_after_a_conflict_then_a_delete_does_not_back_off_as_if_contended(
     policy = rc.default_retry(sleep=sleeps.append, rand=lambda: 0.5)
     wanted: Allocs = {compute_node: {"VCPU": 4}}
 
-    state = client.claim(consumer, wanted, project_id=PROJECT, user_id=USER, retry=policy)
+    state = claim(client, consumer, wanted, retry=policy)
 
     deleter.done()
     assert [s for s in sleeps if s > 0] == [], f"contended waits after a stale hint: {sleeps}"
@@ -535,13 +530,7 @@ def test_retry_error_callback_cannot_hide_a_write_that_may_still_land(
 
     try:
         with pytest.raises(rc.OutcomeUnknown) as caught:
-            client.update_allocations(
-                consumer,
-                rc.add_allocations({compute_node: {"VCPU": 1}}),
-                project_id=PROJECT,
-                user_id=USER,
-                retry=policy,
-            )
+            update(client, consumer, rc.add_allocations({compute_node: {"VCPU": 1}}), retry=policy)
     finally:
         kept.forward()
 

@@ -8,7 +8,7 @@ import pytest
 import reportclient
 from reportclient import RequestGroup, any_of
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, held, make_client, new_id
+from tests.functional._helpers import claim, held, make_client, new_id
 from tests.functional._scheduling import set_aggregates, set_traits
 
 
@@ -77,7 +77,7 @@ def test_granular_group_in_a_tree_maps_to_the_child_and_claims_with_mappings(
     )
     (request,) = found.allocation_requests
     consumer = new_id()
-    state = client.claim(consumer, request, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, request)
 
     assert request.mappings == {"": (root,), "_NET": (nic,)}
     assert found.provider_summaries[nic].parent_provider_uuid == root

@@ -9,11 +9,14 @@ from tests.functional._helpers import (
     PROJECT,
     USER,
     FakeClock,
+    claim,
     held,
+    holds,
     make_cached_client,
     make_client,
     new_id,
     raw_body,
+    update,
     wire,
 )
 
@@ -25,9 +28,7 @@ def test_fresh_claim_is_one_put_and_placement_reports_generation_one(
     consumer = new_id()
     real_placement.clear_requests_seen()
 
-    state = client.claim(
-        consumer, {compute_node: {"VCPU": 2, "MEMORY_MB": 512}}, project_id=PROJECT, user_id=USER
-    )
+    state = claim(client, consumer, {compute_node: {"VCPU": 2, "MEMORY_MB": 512}})
 
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 1
@@ -46,16 +47,14 @@ def test_cached_claim_is_one_put_and_placement_reports_generation_two(
 ) -> None:
     client = make_cached_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 3}})
 
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 2
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == {compute_node: {"VCPU": 3}}
+    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 3}})
     assert placement_admin.usages(compute_node)["VCPU"] == 3
 
 
@@ -64,17 +63,15 @@ def test_claim_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(
 ) -> None:
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 3}})
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == {compute_node: {"VCPU": 3}}
+    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 3}})
     assert placement_admin.usages(compute_node)["VCPU"] == 3
 
 
@@ -84,18 +81,16 @@ def test_cached_claim_reads_first_once_the_entry_is_as_old_as_the_ttl(
     clock = FakeClock()
     client = make_cached_client(real_placement, clock=clock)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     clock.advance(CACHE_TTL)
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 3}})
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == {compute_node: {"VCPU": 3}}
+    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 3}})
 
 
 def test_cached_release_is_one_put_and_leaves_no_generation(
@@ -103,8 +98,8 @@ def test_cached_release_is_one_put_and_leaves_no_generation(
 ) -> None:
     client = make_cached_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     real_placement.clear_requests_seen()
 
     client.release(consumer)
@@ -121,8 +116,8 @@ def test_release_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(
 ) -> None:
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     assert placement_admin.get_allocations(consumer)["consumer_generation"] == 2
     real_placement.clear_requests_seen()
 
@@ -141,17 +136,15 @@ def test_claim_after_release_starts_again_at_generation_one(
 ) -> None:
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     client.release(consumer)
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 4}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 4}})
 
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 1
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 4}}
+    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 4}})
 
 
 def test_release_of_unknown_consumer_reads_once_and_writes_nothing(
@@ -175,7 +168,7 @@ def test_release_of_uncached_consumer_reads_then_writes_with_its_generation(
 ) -> None:
     writer = make_client(real_placement)
     consumer = new_id()
-    writer.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(writer, consumer, {compute_node: {"VCPU": 2}})
     releaser = make_client(real_placement)
     real_placement.clear_requests_seen()
 
@@ -194,8 +187,8 @@ def test_get_allocations_reports_what_placement_holds_and_refreshes_the_cache(
 ) -> None:
     writer = make_client(real_placement)
     consumer = new_id()
-    writer.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    writer.claim(consumer, {compute_node: {"DISK_GB": 10}}, project_id=PROJECT, user_id=USER)
+    claim(writer, consumer, {compute_node: {"VCPU": 1}})
+    claim(writer, consumer, {compute_node: {"DISK_GB": 10}})
     reader = make_client(real_placement)
     real_placement.clear_requests_seen()
 
@@ -229,8 +222,8 @@ def test_first_call_of_unpinned_client_negotiates_once_with_get_root(
     first, second = new_id(), new_id()
     real_placement.clear_requests_seen()
 
-    client.claim(first, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    client.claim(second, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, first, {compute_node: {"VCPU": 1}})
+    claim(client, second, {compute_node: {"VCPU": 1}})
 
     assert wire(real_placement) == [
         ("GET", "/", 200),
@@ -246,21 +239,16 @@ def test_add_allocations_on_cached_consumer_is_one_put_with_the_sum(
     other = placement_admin.create_provider(inventory={"VCPU": 4})
     client = make_cached_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     real_placement.clear_requests_seen()
 
-    state = client.update_allocations(
-        consumer,
-        add_allocations({compute_node: {"VCPU": 1}, other: {"VCPU": 2}}),
-        project_id=PROJECT,
-        user_id=USER,
+    state = update(
+        client, consumer, add_allocations({compute_node: {"VCPU": 1}, other: {"VCPU": 2}})
     )
 
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 2
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == {compute_node: {"VCPU": 3}, other: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 3}, other: {"VCPU": 2}})
 
 
 def test_add_allocations_with_the_default_ttl_reads_then_puts_the_sum(
@@ -269,22 +257,17 @@ def test_add_allocations_with_the_default_ttl_reads_then_puts_the_sum(
     other = placement_admin.create_provider(inventory={"VCPU": 4})
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     real_placement.clear_requests_seen()
 
-    state = client.update_allocations(
-        consumer,
-        add_allocations({compute_node: {"VCPU": 1}, other: {"VCPU": 2}}),
-        project_id=PROJECT,
-        user_id=USER,
+    state = update(
+        client, consumer, add_allocations({compute_node: {"VCPU": 1}, other: {"VCPU": 2}})
     )
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == {compute_node: {"VCPU": 3}, other: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 3}, other: {"VCPU": 2}})
 
 
 def test_remove_providers_keeps_only_the_other_providers_allocations(
@@ -293,20 +276,11 @@ def test_remove_providers_keeps_only_the_other_providers_allocations(
     source = placement_admin.create_provider(inventory={"VCPU": 4})
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(
-        consumer,
-        {source: {"VCPU": 2}, compute_node: {"VCPU": 2}},
-        project_id=PROJECT,
-        user_id=USER,
-    )
+    claim(client, consumer, {source: {"VCPU": 2}, compute_node: {"VCPU": 2}})
 
-    client.update_allocations(
-        consumer, remove_providers([source]), project_id=PROJECT, user_id=USER
-    )
+    update(client, consumer, remove_providers([source]))
 
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 2}})
     assert placement_admin.usages(source)["VCPU"] == 0
 
 
@@ -315,12 +289,12 @@ def test_claiming_unchanged_allocations_from_the_cache_writes_once(
 ) -> None:
     writer = make_client(real_placement)
     consumer = new_id()
-    writer.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(writer, consumer, {compute_node: {"VCPU": 1}})
     reader = make_cached_client(real_placement)
     reader.get_allocations(consumer)
     real_placement.clear_requests_seen()
 
-    state = reader.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    state = claim(reader, consumer, {compute_node: {"VCPU": 1}})
 
     # Only a state read during this call is trusted to skip a write; a cached one is not.
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
@@ -333,17 +307,15 @@ def test_claiming_unchanged_allocations_with_the_default_ttl_reads_and_writes_no
 ) -> None:
     writer = make_client(real_placement)
     consumer = new_id()
-    writer.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(writer, consumer, {compute_node: {"VCPU": 1}})
     reader = make_client(real_placement)
     reader.get_allocations(consumer)
     real_placement.clear_requests_seen()
 
-    state = reader.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    state = claim(reader, consumer, {compute_node: {"VCPU": 1}})
 
     # The claim reads first; the state just read already holds the claim, so nothing is written.
     assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
     assert state.generation == 1
     assert state.allocations == {compute_node: {"VCPU": 1}}
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 1}}
+    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 1}})

@@ -7,7 +7,6 @@ whose catalog points at that Placement.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +16,10 @@ from keystoneauth1 import exceptions as ks_exc
 from reportclient import PlacementAuthError, PlacementClient, PlacementEndpointError
 from reportclient.config import client_from_cloud, client_from_conf, client_from_env
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, held, new_id, wire
-from tests.functional._identity import PASSWORD, IdentityStub, identity_stub
+from tests.functional._helpers import claim, held, new_id, wire
+from tests.functional._identity import PASSWORD, IdentityStub
 
 cfg = pytest.importorskip("oslo_config.cfg")
-
-
-@pytest.fixture
-def keystone(real_placement: EmbeddedPlacement) -> Iterator[IdentityStub]:
-    with identity_stub(real_placement.url) as stub:
-        yield stub
 
 
 def load_conf(tmp_path: Path, section: str) -> Any:
@@ -59,7 +52,7 @@ def claim_and_check(
 ) -> tuple[str, list[tuple[str, str, int]]]:
     """Claim a new consumer, read it back raw; return it and what the client sent."""
     consumer = new_id()
-    state = client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 1}})
     sent = wire(real_placement)
     assert state.generation == 1
     assert held(placement_admin.get_allocations(consumer)) == {compute_node: {"VCPU": 1}}
@@ -109,7 +102,7 @@ def test_conf_with_a_wrong_password_is_an_auth_error_and_placement_sees_nothing(
     real_placement.clear_requests_seen()
 
     with pytest.raises(PlacementAuthError) as caught:
-        client.claim(new_id(), {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+        claim(client, new_id(), {compute_node: {"VCPU": 1}})
 
     assert isinstance(caught.value.__cause__, ks_exc.Unauthorized)
     assert wrong not in str(caught.value) and wrong not in repr(caught.value.__cause__)

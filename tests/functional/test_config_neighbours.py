@@ -8,7 +8,6 @@ refused with a typed error before Keystone or Placement sees a request.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,12 @@ import pytest
 from reportclient import InvalidInput, PlacementAuthError, PlacementError, PlacementUnavailable
 from reportclient.config import client_from_conf
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, new_id, wire
+from tests.functional._helpers import claim, new_id, wire
 from tests.functional._identity import IdentityStub, identity_stub
 from tests.functional.test_config import claim_and_check, password_section
-from tests.neighbours import NEIGHBOURS, conf_after
+from tests.support.neighbours import NEIGHBOURS, conf_after
 
 pytest.importorskip("oslo_config.cfg")
-
-
-@pytest.fixture
-def keystone(real_placement: EmbeddedPlacement) -> Iterator[IdentityStub]:
-    with identity_stub(real_placement.url) as stub:
-        yield stub
 
 
 def section(tmp_path: Path, body: str) -> str:
@@ -120,7 +113,7 @@ def test_keystone_unreachable_says_keystone_and_that_placement_saw_nothing(
     real_placement.clear_requests_seen()
 
     with pytest.raises(PlacementUnavailable) as caught:
-        client.claim(new_id(), {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+        claim(client, new_id(), {compute_node: {"VCPU": 1}})
 
     assert f"could not reach Keystone at {dead}" in str(caught.value)
     assert caught.value.outcome_unknown is False

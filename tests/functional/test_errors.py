@@ -18,6 +18,7 @@ from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import (
     PROJECT,
     USER,
+    claim,
     fast_retry,
     make_cached_client,
     make_client,
@@ -29,7 +30,7 @@ from tests.functional._helpers import (
 
 def _claim_error(client: PlacementClient, allocations: dict[str, dict[str, int]]) -> Any:
     with pytest.raises(PlacementError) as caught:
-        client.claim(new_id(), allocations, project_id=PROJECT, user_id=USER)
+        claim(client, new_id(), allocations)
     return caught.value
 
 
@@ -286,7 +287,7 @@ def test_global_request_id_reaches_placement_on_every_request(
     consumer = new_id()
     real_placement.clear_requests_seen()
 
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     client.get_allocations(consumer)
 
     discovery, *seen = real_placement.requests_seen
@@ -309,7 +310,7 @@ def test_global_request_id_appears_in_placements_request_log(
     consumer = new_id()
     real_placement.clear_requests_seen()
 
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
 
     lines = [
         line
@@ -361,18 +362,12 @@ def test_per_call_global_request_id_overrides_the_clients_on_every_request_of_th
     build = make_cached_client if cached else make_client
     client = build(real_placement, global_request_id=client_id)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
     assert emptied.status_code == 204, emptied.text
     real_placement.clear_requests_seen()
 
-    client.claim(
-        consumer,
-        {compute_node: {"VCPU": 2}},
-        project_id=PROJECT,
-        user_id=USER,
-        global_request_id=call_id,
-    )
+    claim(client, consumer, {compute_node: {"VCPU": 2}}, global_request_id=call_id)
     client.get_allocations(consumer)
 
     seen = real_placement.requests_seen

@@ -17,7 +17,8 @@ import pytest
 import requests
 
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import (
+from tests.functional._helpers import LATEST, held, new_id, raw_body
+from tests.support.faultproxy import (
     Action,
     FaultProxy,
     Match,
@@ -31,7 +32,6 @@ from tests.faultproxy import (
     reset,
     stall,
 )
-from tests.functional._helpers import LATEST, held, new_id, raw_body
 
 pytestmark = pytest.mark.functional
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, make_client, new_id, raw_body, wire
+from tests.functional._helpers import claim, make_client, new_id, raw_body, wire
 
 
 def test_force_release_deletes_what_another_writer_wrote_in_one_request(
@@ -11,7 +11,7 @@ def test_force_release_deletes_what_another_writer_wrote_in_one_request(
 ) -> None:
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     # Another writer changes it; the forced release does not care.
     response = placement_admin.put_allocations(
         consumer, raw_body({compute_node: {"VCPU": 3}}, generation=1)

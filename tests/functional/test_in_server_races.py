@@ -127,7 +127,7 @@ def test_only_the_consumer_s_own_race_reads_as_contention_on_it() -> None:
     The provider's (``ResourceProviderConcurrentUpdateDetected``, raised once
     ``replace_all`` ran out of ``allocation_conflict_retry_count`` retries)
     leaves the consumer untouched: the client re-reads at once to see that
-    (``tests/unit/test_retry_policy.py`` pins both paths).
+    (``tests/unit/public/test_retry_policy.py`` pins both paths).
     """
     from placement import exception
 

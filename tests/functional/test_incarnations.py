@@ -29,9 +29,9 @@ import pytest
 
 import reportclient as rc
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import FaultProxy, Match, hold
-from tests.functional._helpers import PROJECT, USER, held, new_id, raw_body
+from tests.functional._helpers import PROJECT, USER, claim, held, new_id, raw_body, update
 from tests.functional._lost_answers import WAIT, CommitThenAct, LateAnswer, client_over
+from tests.support.faultproxy import FaultProxy, Match, hold
 
 pytestmark = pytest.mark.functional
 
@@ -133,12 +133,7 @@ def test_lost_add_then_consumer_deleted_and_reclaimed_is_outcome_unknown_and_not
     client = client_over(real_placement.url, adapter)
 
     with pytest.raises(rc.OutcomeUnknown):
-        client.update_allocations(
-            consumer,
-            rc.add_allocations({compute_node: {"VCPU": 1}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, rc.add_allocations({compute_node: {"VCPU": 1}}))
 
     assert adapter.lost == [("PUT", f"/allocations/{consumer}", 204)]
     assert holdings(admin, consumer) == (1, reclaim)
@@ -276,7 +271,7 @@ def test_slow_write_landing_after_the_reread_then_mutate_failing_is_outcome_unkn
         return {rp: {k: v + 1 for k, v in res.items()} for rp, res in current.allocations.items()}
 
     with pytest.raises(rc.OutcomeUnknown) as caught:
-        client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+        update(client, consumer, mutate)
 
     assert caught.value.__cause__ is failure
     assert slow.forwarded.wait(WAIT), "the held PUT was never forwarded"
@@ -313,11 +308,7 @@ def test_late_read_answer_does_not_roll_back_what_a_concurrent_write_cached(
 
     def thread_b() -> None:
         try:
-            wrote.append(
-                client.update_allocations(
-                    consumer, rc.replace_allocations(written), project_id=PROJECT, user_id=USER
-                )
-            )
+            wrote.append(update(client, consumer, rc.replace_allocations(written)))
         except BaseException as exc:  # collected and asserted below
             failed.append(exc)
 
@@ -341,7 +332,7 @@ def test_late_read_answer_does_not_roll_back_what_a_concurrent_write_cached(
     assert cached is not None
     assert cached.generation == 2
     assert dict(cached.allocations) == written
-    claimed = client.claim(consumer, written, project_id=PROJECT, user_id=USER)
+    claimed = claim(client, consumer, written)
     assert claimed.generation == 2
     assert holdings(admin, consumer) == (2, written)
 
@@ -374,7 +365,7 @@ def test_claim_of_what_a_reshape_moved_succeeds_and_caches_placements_generation
     child = providers.create_provider(f"pgpu-{new_id()}", parent_provider_uuid=root).uuid
     providers.set_inventories(root, {"VCPU": 8, "VGPU": 4})
     consumer = new_id()
-    client.claim(consumer, {root: {"VCPU": 2, "VGPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {root: {"VCPU": 2, "VGPU": 1}})
     reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
 
     def compute(state: rc.ReshapeState) -> rc.Reshape:
@@ -385,7 +376,7 @@ def test_claim_of_what_a_reshape_moved_succeeds_and_caches_placements_generation
     providers.reshape([root, child], [consumer], compute)
     assert holdings(admin, consumer) == (2, reshaped)
 
-    state = client.claim(consumer, reshaped, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, reshaped)
 
     generation, allocations = holdings(admin, consumer)
     assert allocations == reshaped
@@ -415,7 +406,7 @@ def test_claim_after_its_own_reshape_replaces_the_reshaped_allocations(
     child = providers.create_provider(f"pgpu-{new_id()}", parent_provider_uuid=root).uuid
     providers.set_inventories(root, {"VCPU": 8, "VGPU": 4})
     consumer = new_id()
-    client.claim(consumer, {root: {"VCPU": 2, "VGPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {root: {"VCPU": 2, "VGPU": 1}})
     reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
 
     def compute(state: rc.ReshapeState) -> rc.Reshape:
@@ -426,7 +417,7 @@ def test_claim_after_its_own_reshape_replaces_the_reshaped_allocations(
     providers.reshape([root, child], [consumer], compute)
     resized: Allocs = {root: {"VCPU": 3}, child: {"VGPU": 1}}
 
-    state = client.claim(consumer, resized, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, resized)
 
     assert holdings(admin, consumer) == (3, resized)
     assert (state.generation, dict(state.allocations)) == (3, resized)

@@ -35,9 +35,12 @@ from tests.functional._helpers import (
     PROJECT,
     USER,
     FakeClock,
+    claim,
     fast_retry,
     held,
+    holds,
     new_id,
+    update,
     wire,
 )
 
@@ -76,6 +79,21 @@ def _client_over(url: str, adapter: HTTPAdapter, **kwargs: Any) -> PlacementClie
     )
 
 
+def claimed_then_losing(
+    placement: EmbeddedPlacement, cache_ttl: float, allocs: Any
+) -> tuple[LosingAdapter, PlacementClient, str]:
+    """A consumer claimed through a client whose next PUT lands and loses its answer."""
+    adapter = LosingAdapter("PUT", deliver=True, times=0)
+    client = _client_over(
+        placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    )
+    consumer = new_id()
+    claim(client, consumer, allocs)
+    adapter.remaining = 1
+    placement.clear_requests_seen()
+    return adapter, client, consumer
+
+
 def test_lost_answer_to_a_claim_that_landed_is_success_without_writing_again(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
 ) -> None:
@@ -84,15 +102,13 @@ def test_lost_answer_to_a_claim_that_landed_is_success_without_writing_again(
     consumer = new_id()
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
     assert wire(real_placement) == [("PUT", path, 204), ("GET", path, 200)]
     assert state.generation == 1
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
@@ -119,24 +135,14 @@ def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_a
     cache_ttl: float,
 ) -> None:
     other = placement_admin.create_provider(inventory={"VCPU": 4})
-    adapter = LosingAdapter("PUT", deliver=True, times=0)
-    client = _client_over(
-        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    adapter, client, consumer = claimed_then_losing(
+        real_placement, cache_ttl, {compute_node: {"VCPU": 1}, other: {"VCPU": 2}}
     )
-    consumer = new_id()
-    client.claim(
-        consumer,
-        {compute_node: {"VCPU": 1}, other: {"VCPU": 2}},
-        project_id=PROJECT,
-        user_id=USER,
-    )
-    adapter.remaining = 1
-    real_placement.clear_requests_seen()
 
     # Each operation is idempotent, so Placement holding its result settles it.
     if operation == "claim":
         wanted = {compute_node: {"VCPU": 3}}
-        state = client.claim(consumer, wanted, project_id=PROJECT, user_id=USER)
+        state = claim(client, consumer, wanted)
     else:
         mutation: Mutation
         if operation == "replace_allocations":
@@ -145,7 +151,7 @@ def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_a
         else:
             wanted = {compute_node: {"VCPU": 1}}
             mutation = remove_providers([other])
-        state = client.update_allocations(consumer, mutation, project_id=PROJECT, user_id=USER)
+        state = update(client, consumer, mutation)
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
@@ -156,9 +162,7 @@ def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_a
     ]
     # Reads and writes without a type to set go at 1.28, which shows no type.
     assert state == ConsumerAllocations(consumer, wanted, 2, PROJECT, USER, None)
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == wanted
+    assert holds(placement_admin, consumer) == (2, wanted)
     assert placement_admin.usages(other)["VCPU"] == 0
 
 
@@ -169,19 +173,12 @@ def test_lost_answer_to_an_add_that_landed_is_outcome_unknown_and_never_applied_
     compute_node: str,
     cache_ttl: float,
 ) -> None:
-    adapter = LosingAdapter("PUT", deliver=True, times=0)
-    client = _client_over(
-        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    adapter, client, consumer = claimed_then_losing(
+        real_placement, cache_ttl, {compute_node: {"VCPU": 1}}
     )
-    consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    adapter.remaining = 1
-    real_placement.clear_requests_seen()
 
     with pytest.raises(OutcomeUnknown) as caught:
-        client.update_allocations(
-            consumer, add_allocations({compute_node: {"VCPU": 2}}), project_id=PROJECT, user_id=USER
-        )
+        update(client, consumer, add_allocations({compute_node: {"VCPU": 2}}))
 
     # Generation 2 holding exactly what was written: this write landed, or another writer wrote
     # the same; adding again could apply it twice, so the client stops and says what it knows.
@@ -201,9 +198,7 @@ def test_lost_answer_to_an_add_that_landed_is_outcome_unknown_and_never_applied_
     assert error.outcome_unknown is True
     assert (error.method, error.url, error.consumer_uuid) == ("PUT", path, consumer)
     # Applied exactly once.
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == {compute_node: {"VCPU": 3}}
+    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 3}})
     assert placement_admin.usages(compute_node)["VCPU"] == 3
 
 
@@ -214,14 +209,9 @@ def test_lost_answer_to_a_release_that_landed_is_success_without_writing_again(
     compute_node: str,
     cache_ttl: float,
 ) -> None:
-    adapter = LosingAdapter("PUT", deliver=True, times=0)
-    client = _client_over(
-        real_placement.url, adapter, retry=fast_retry(), cache_ttl=cache_ttl, clock=FakeClock()
+    adapter, client, consumer = claimed_then_losing(
+        real_placement, cache_ttl, {compute_node: {"VCPU": 1}}
     )
-    consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    adapter.remaining = 1
-    real_placement.clear_requests_seen()
 
     client.release(consumer)
 
@@ -258,7 +248,7 @@ def test_claim_of_a_new_consumer_whose_answer_was_lost_is_never_sent_again(
     real_placement.clear_requests_seen()
 
     with pytest.raises(OutcomeUnknown) as caught:
-        client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+        claim(client, consumer, {compute_node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
@@ -277,20 +267,13 @@ def test_update_whose_request_never_left_is_written_once_after_reading(
     client = _client_over(real_placement.url, adapter, retry=fast_retry())
     real_placement.clear_requests_seen()
 
-    state = client.update_allocations(
-        consumer,
-        replace_allocations({compute_node: {"VCPU": 2}}),
-        project_id=PROJECT,
-        user_id=USER,
-    )
+    state = update(client, consumer, replace_allocations({compute_node: {"VCPU": 2}}))
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
     assert wire(real_placement) == [("GET", path, 200), ("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 2}})
 
 
 def test_answers_lost_beyond_the_retry_policy_raise_placement_unavailable(
@@ -303,12 +286,7 @@ def test_answers_lost_beyond_the_retry_policy_raise_placement_unavailable(
     real_placement.clear_requests_seen()
 
     with pytest.raises(PlacementUnavailable) as caught:
-        client.update_allocations(
-            consumer,
-            replace_allocations({compute_node: {"VCPU": 2}}),
-            project_id=PROJECT,
-            user_id=USER,
-        )
+        update(client, consumer, replace_allocations({compute_node: {"VCPU": 2}}))
 
     path = f"/allocations/{consumer}"
     assert len(adapter.lost) == 3
@@ -341,11 +319,11 @@ def test_claim_fails_while_placement_is_down_and_succeeds_after_restart(
         retry=fast_retry(attempts=2),
     )
     consumer = new_id()
-    first = client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    first = claim(client, consumer, {rp: {"VCPU": 1}})
 
     placement_process.kill()
     with pytest.raises(PlacementUnavailable) as caught:
-        client.claim(consumer, {rp: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+        claim(client, consumer, {rp: {"VCPU": 2}})
     # A consumer the client has seen is read first; the refused GET sent nothing, so no write
     # was ever attempted and the outcome is known.
     path = f"/allocations/{consumer}"
@@ -357,7 +335,7 @@ def test_claim_fails_while_placement_is_down_and_succeeds_after_restart(
 
     placement_process.restart()
     placement_process.clear_requests_seen()
-    state = client.claim(consumer, {rp: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {rp: {"VCPU": 3}})
     seen = wire(placement_process)
 
     raw = admin.get_allocations(consumer)
@@ -380,7 +358,7 @@ def test_unreachable_placement_raises_placement_unavailable() -> None:
     )
 
     with pytest.raises(PlacementUnavailable) as caught:
-        client.claim(new_id(), {new_id(): {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+        claim(client, new_id(), {new_id(): {"VCPU": 1}})
 
     error = caught.value
     assert (error.method, error.url, error.status) == ("GET", "/", None)

@@ -13,13 +13,14 @@ from reportclient import InvalidInput, MicroversionUnsupported, PlacementClient,
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import (
     JOIN_TIMEOUT,
-    PROJECT,
-    USER,
+    claim,
     held,
+    holds,
     make_cached_client,
     make_client,
     new_id,
     raw_body,
+    update,
     wire,
 )
 
@@ -31,7 +32,7 @@ def test_client_pinned_to_1_28_claims_at_1_28_without_consumer_type(
     consumer = new_id()
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 1}})
 
     # Placement refuses consumer_type below 1.38 with a 400, so a 204 proves none was sent.
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
@@ -49,20 +50,18 @@ def test_client_pinned_to_1_28_recovers_when_consumer_was_deleted_by_another_wri
 ) -> None:
     client = make_cached_client(real_placement, microversion="1.28")
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
     assert emptied.status_code == 204, emptied.text
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
     assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 3
     assert state.generation == 1
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
 
 
 def test_client_pinned_to_1_28_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it(
@@ -70,20 +69,18 @@ def test_client_pinned_to_1_28_with_the_default_ttl_reads_a_deleted_consumer_and
 ) -> None:
     client = make_client(real_placement, microversion="1.28")
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
     assert emptied.status_code == 204, emptied.text
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 2
     assert state.generation == 1
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
 
 
 def test_client_pinned_to_1_28_releases_with_the_cached_generation(
@@ -91,7 +88,7 @@ def test_client_pinned_to_1_28_releases_with_the_cached_generation(
 ) -> None:
     client = make_cached_client(real_placement, microversion="1.28")
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     real_placement.clear_requests_seen()
 
     client.release(consumer)
@@ -107,7 +104,7 @@ def test_client_pinned_to_1_28_with_the_default_ttl_releases_with_the_generation
 ) -> None:
     client = make_client(real_placement, microversion="1.28")
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     real_placement.clear_requests_seen()
 
     client.release(consumer)
@@ -149,13 +146,7 @@ def test_client_pinned_to_1_38_writes_the_consumer_type_it_is_given(
     consumer = new_id()
     real_placement.clear_requests_seen()
 
-    state = client.claim(
-        consumer,
-        {compute_node: {"VCPU": 1}},
-        project_id=PROJECT,
-        user_id=USER,
-        consumer_type="MIGRATION",
-    )
+    state = claim(client, consumer, {compute_node: {"VCPU": 1}}, consumer_type="MIGRATION")
 
     assert [r.microversion for r in real_placement.requests_seen] == ["1.38"]
     assert state.consumer_type == "MIGRATION"
@@ -188,18 +179,10 @@ def test_update_without_consumer_type_keeps_the_consumers_type(
 ) -> None:
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(
-        consumer,
-        {compute_node: {"VCPU": 1}},
-        project_id=PROJECT,
-        user_id=USER,
-        consumer_type="MIGRATION",
-    )
+    claim(client, consumer, {compute_node: {"VCPU": 1}}, consumer_type="MIGRATION")
     real_placement.clear_requests_seen()
 
-    client.update_allocations(
-        consumer, add_allocations({compute_node: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
-    )
+    update(client, consumer, add_allocations({compute_node: {"VCPU": 1}}))
 
     # Sent with no type, at the lowest version with consumer generations
     # (the cheapest for Placement, see LEAN_VERSION), and Placement keeps the type.
@@ -273,7 +256,7 @@ def test_server_offering_only_up_to_1_27_is_refused_with_microversion_unsupporte
     rp, consumer = new_id(), new_id()
 
     with pytest.raises(MicroversionUnsupported) as caught:
-        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+        claim(client, consumer, {rp: {"VCPU": 1}})
 
     error = caught.value
     assert seen == [("GET", "/")]  # nothing was written

@@ -1,7 +1,7 @@
 """Each scenario test of the one-engine issue catches its fix reverted alone.
 
 A test that passes whether or not the code is right proves nothing, so each
-fix is put back the way it was (``tests/mutants.py``) and the scenario it
+fix is put back the way it was (``tests/support/mutants.py``) and the scenario it
 was written for runs against the real Placement in a subprocess: it must
 fail. The same scenarios pass in the ordinary run of this suite. Where two rules
 of the engine guard one history, both are reverted: either alone still
@@ -42,7 +42,7 @@ CASES = [
 def run_under(mutant: str, path: str, selector: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "REPORTCLIENT_MUTANT": mutant, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", path, "-k", selector, "-p", "tests.mutants", "-q",
+        [sys.executable, "-m", "pytest", path, "-k", selector, "-p", "tests.support.mutants", "-q",
          "-p", "no:cacheprovider", "-x"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip

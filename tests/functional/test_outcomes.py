@@ -30,7 +30,16 @@ from reportclient import (
     add_allocations,
 )
 from reportclient.testing import PlacementAdmin, PlacementServer
-from tests.faultproxy import (
+from tests.functional._helpers import LATEST, claim, new_id, update, wire
+from tests.functional._outcome_helpers import (
+    FaultTally,
+    client_for,
+    holdings,
+    no_sleep_retry,
+    other_writer_puts,
+    vcpu,
+)
+from tests.support.faultproxy import (
     FaultProxy,
     Match,
     RuleHandle,
@@ -39,15 +48,6 @@ from tests.faultproxy import (
     delay,
     drop_answer,
     hold,
-)
-from tests.functional._helpers import LATEST, PROJECT, USER, new_id, wire
-from tests.functional._outcome_helpers import (
-    FaultTally,
-    client_for,
-    holdings,
-    no_sleep_retry,
-    other_writer_puts,
-    vcpu,
 )
 
 pytestmark = pytest.mark.functional
@@ -124,11 +124,11 @@ def existing(admin: PlacementAdmin, rp: str) -> str:
 
 def add_one(client: PlacementClient, consumer: str, rp: str) -> Callable[[], Any]:
     mutate = add_allocations({rp: {"VCPU": 1}})
-    return lambda: client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    return lambda: update(client, consumer, mutate)
 
 
 def claim_all(client: PlacementClient, consumer: str, rp: str) -> Callable[[], Any]:
-    return lambda: client.claim(consumer, {rp: {"VCPU": 8}}, project_id=PROJECT, user_id=USER)
+    return lambda: claim(client, consumer, {rp: {"VCPU": 8}})
 
 
 def added(admin: PlacementAdmin, consumer: str, rp: str, base: int = 1) -> Callable[[], int]:

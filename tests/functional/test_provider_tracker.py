@@ -15,7 +15,7 @@ import requests
 import reportclient
 from reportclient import ProviderAllocations, ProviderSpec
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, make_client, new_id, raw_body, wire
+from tests.functional._helpers import claim, make_client, new_id, raw_body, wire
 from tests.functional._scheduling import hooked_client
 
 
@@ -209,7 +209,7 @@ def test_cascading_delete_removes_each_consumers_allocations_then_the_provider(
     client = make_client(real_placement)
     consumers = [new_id(), new_id()]
     for consumer in consumers:
-        client.claim(consumer, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+        claim(client, consumer, {rp: {"VCPU": 1}})
 
     with pytest.raises(reportclient.ProviderInUse):
         client.providers.delete_provider(rp)

@@ -10,8 +10,7 @@ import reportclient
 from reportclient import Inventory, ProviderSpec, Reshape, ReshapeState
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import (
-    PROJECT,
-    USER,
+    claim,
     fast_retry,
     make_client,
     new_id,
@@ -60,7 +59,7 @@ def test_provider_with_allocations_is_provider_in_use(
     real_placement: EmbeddedPlacement, compute_node: str
 ) -> None:
     client = make_client(real_placement)
-    client.claim(new_id(), {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, new_id(), {compute_node: {"VCPU": 1}})
     with pytest.raises(reportclient.ProviderInUse):
         client.providers.delete_provider(compute_node)
 
@@ -82,7 +81,7 @@ def test_shrinking_inventory_in_use_is_typed_and_sent_once(
     real_placement: EmbeddedPlacement, compute_node: str
 ) -> None:
     client = make_client(real_placement)
-    client.claim(new_id(), {compute_node: {"MEMORY_MB": 256}}, project_id=PROJECT, user_id=USER)
+    claim(client, new_id(), {compute_node: {"MEMORY_MB": 256}})
     real_placement.clear_requests_seen()
 
     with pytest.raises(reportclient.InventoryInUse):
@@ -183,7 +182,7 @@ def test_reshape_moves_vgpu_inventory_and_allocation_to_a_child(
     child = providers.create_provider(f"pgpu-{new_id()}", parent_provider_uuid=root).uuid
     providers.set_inventories(root, {"VCPU": 8, "VGPU": 4})
     consumer = new_id()
-    client.claim(consumer, {root: {"VCPU": 2, "VGPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {root: {"VCPU": 2, "VGPU": 1}})
     # Another writer resizes the consumer first: the reshape must move what is there now.
     placement_admin.put_allocations(consumer, raw_body({root: {"VCPU": 2, "VGPU": 2}}, 1))
 

@@ -23,16 +23,19 @@ from tests.functional._helpers import (
     JOIN_TIMEOUT,
     PROJECT,
     USER,
+    claim,
     fast_retry,
     held,
+    holds,
     make_cached_client,
     make_client,
     new_id,
     raw_body,
     run_together,
+    update,
     wire,
 )
-from tests.waiting import until
+from tests.support.waiting import until
 
 THREADS = 8
 
@@ -56,15 +59,13 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
 ) -> None:
     client = make_cached_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     assert client.cached(consumer).generation == 1  # type: ignore[union-attr]
     _delete_consumer_behind_the_clients_back(placement_admin, consumer, 1)
     real_placement.clear_requests_seen()
 
     with caplog.at_level(logging.DEBUG, logger="reportclient"):
-        state = client.claim(
-            consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER
-        )
+        state = claim(client, consumer, {compute_node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
@@ -78,9 +79,7 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
     assert "consumer generation conflict - expected null but got 1" in retries[0].getMessage()
     assert [r for r in mine if r.levelno >= logging.WARNING] == []
     assert state.generation == 1
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
@@ -93,24 +92,20 @@ def test_claim_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it_in
     # No retry at all: reading first, the client never sends the stale generation.
     client = make_client(real_placement, retry=NO_RETRY)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     assert client.cached(consumer).generation == 1  # type: ignore[union-attr]
     _delete_consumer_behind_the_clients_back(placement_admin, consumer, 1)
     real_placement.clear_requests_seen()
 
     with caplog.at_level(logging.WARNING, logger="reportclient"):
-        state = client.claim(
-            consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER
-        )
+        state = claim(client, consumer, {compute_node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     # GET shows the consumer missing; the PUT creates it anew (consumer_generation null).
     assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert [r.getMessage() for r in caplog.records if r.name.startswith("reportclient")] == []
     assert state.generation == 1
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 2}}
+    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
@@ -119,11 +114,11 @@ def test_stale_claim_after_delete_is_refused_with_expected_null_but_got_1(
 ) -> None:
     client = make_cached_client(real_placement, retry=NO_RETRY)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 1}})
     _delete_consumer_behind_the_clients_back(placement_admin, consumer, 1)
 
     try:
-        client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+        claim(client, consumer, {compute_node: {"VCPU": 2}})
     except GenerationConflict as exc:
         conflict = exc
     else:
@@ -156,7 +151,7 @@ def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consu
     client = make_client(real_placement)
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 1}})
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
@@ -174,11 +169,11 @@ def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_faile
     client = make_client(real_placement)
     consumer = new_id()
     with pytest.raises(PlacementError) as caught:
-        client.claim(consumer, {new_id(): {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+        claim(client, consumer, {new_id(): {"VCPU": 1}})
     assert caught.value.status == 400
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 1}})
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
@@ -197,10 +192,10 @@ def test_claim_elsewhere_after_capacity_exceeded_is_one_put(
     client = make_client(real_placement)
     consumer = new_id()
     with pytest.raises(CapacityExceeded):
-        client.claim(consumer, {full: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+        claim(client, consumer, {full: {"VCPU": 2}})
     real_placement.clear_requests_seen()
 
-    state = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
 
     assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 1
@@ -224,7 +219,7 @@ def test_update_sees_allocations_written_by_another_writer(
     extra = placement_admin.create_provider(inventory={"VCPU": 4})
     client = make_cached_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
     _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
     seen: list[ConsumerAllocations] = []
@@ -236,7 +231,7 @@ def test_update_sees_allocations_written_by_another_writer(
         }
 
     real_placement.clear_requests_seen()
-    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    update(client, consumer, mutate)
 
     assert [(s.generation, s.allocations) for s in seen] == [
         (1, {compute_node: {"VCPU": 2}}),
@@ -244,9 +239,7 @@ def test_update_sees_allocations_written_by_another_writer(
     ]
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 3
-    assert held(raw) == {compute_node: {"VCPU": 5}, extra: {"VCPU": 1}}
+    assert holds(placement_admin, consumer) == (3, {compute_node: {"VCPU": 5}, extra: {"VCPU": 1}})
 
 
 def test_update_with_the_default_ttl_reads_first_and_sees_only_the_other_writers_allocations(
@@ -255,7 +248,7 @@ def test_update_with_the_default_ttl_reads_first_and_sees_only_the_other_writers
     extra = placement_admin.create_provider(inventory={"VCPU": 4})
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
     _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
     seen: list[ConsumerAllocations] = []
@@ -267,15 +260,13 @@ def test_update_with_the_default_ttl_reads_first_and_sees_only_the_other_writers
         }
 
     real_placement.clear_requests_seen()
-    client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    update(client, consumer, mutate)
 
     # mutate never sees the stale cached state, only what the GET returned.
     assert [(s.generation, s.allocations) for s in seen] == [(2, theirs)]
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 3
-    assert held(raw) == {compute_node: {"VCPU": 5}, extra: {"VCPU": 1}}
+    assert holds(placement_admin, consumer) == (3, {compute_node: {"VCPU": 5}, extra: {"VCPU": 1}})
 
 
 def test_add_allocations_adds_to_what_another_writer_wrote(
@@ -284,20 +275,16 @@ def test_add_allocations_adds_to_what_another_writer_wrote(
     extra = placement_admin.create_provider(inventory={"VCPU": 4})
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
     _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
 
-    state = client.update_allocations(
-        consumer, add_allocations({compute_node: {"VCPU": 1}}), project_id=PROJECT, user_id=USER
-    )
+    state = update(client, consumer, add_allocations({compute_node: {"VCPU": 1}}))
 
     expected = {compute_node: {"VCPU": 4}, extra: {"VCPU": 1}}
     assert state.allocations == expected
     assert state.generation == 3
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 3
-    assert held(raw) == expected
+    assert holds(placement_admin, consumer) == (3, expected)
     assert placement_admin.usages(extra)["VCPU"] == 1
 
 
@@ -307,22 +294,20 @@ def test_claim_refuses_to_replace_what_another_writer_wrote(
     extra = placement_admin.create_provider(inventory={"VCPU": 4})
     client = make_client(real_placement)
     consumer = new_id()
-    ours = client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    ours = claim(client, consumer, {compute_node: {"VCPU": 2}})
     theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
     _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
     real_placement.clear_requests_seen()
 
     with pytest.raises(ConsumerChanged) as caught:
-        client.claim(consumer, {compute_node: {"VCPU": 6}}, project_id=PROJECT, user_id=USER)
+        claim(client, consumer, {compute_node: {"VCPU": 6}})
 
     assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
     assert caught.value.known == ours
     # Read at 1.28 (no type asked for, none needed): the state shows no type.
     assert caught.value.state == ConsumerAllocations(consumer, theirs, 2, PROJECT, USER, None)
     assert caught.value.consumer_uuid == consumer
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 2
-    assert held(raw) == theirs
+    assert holds(placement_admin, consumer) == (2, theirs)
     assert placement_admin.usages(extra)["VCPU"] == 1
 
 
@@ -332,26 +317,18 @@ def test_claim_with_overwrite_replaces_what_another_writer_wrote(
     extra = placement_admin.create_provider(inventory={"VCPU": 4})
     client = make_client(real_placement)
     consumer = new_id()
-    client.claim(consumer, {compute_node: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    claim(client, consumer, {compute_node: {"VCPU": 2}})
     _change_consumer_behind_the_clients_back(
         placement_admin, consumer, {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
     )
     real_placement.clear_requests_seen()
 
-    state = client.claim(
-        consumer,
-        {compute_node: {"VCPU": 6}},
-        project_id=PROJECT,
-        user_id=USER,
-        overwrite=True,
-    )
+    state = claim(client, consumer, {compute_node: {"VCPU": 6}}, overwrite=True)
 
     path = f"/allocations/{consumer}"
     assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 3
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 3
-    assert held(raw) == {compute_node: {"VCPU": 6}}
+    assert holds(placement_admin, consumer) == (3, {compute_node: {"VCPU": 6}})
     assert placement_admin.usages(extra)["VCPU"] == 0
 
 
@@ -365,12 +342,7 @@ def test_concurrent_claims_beyond_capacity_admit_exactly_the_capacity(
     client = make_client(real_placement, retry=fast_retry())
     consumers = [new_id() for _ in range(THREADS)]
 
-    outcomes = run_together(
-        [
-            lambda c=c: client.claim(c, {rp: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-            for c in consumers
-        ]
-    )
+    outcomes = run_together([lambda c=c: claim(client, c, {rp: {"VCPU": 1}}) for c in consumers])
 
     won = [c for c, (kind, _) in zip(consumers, outcomes, strict=True) if kind == "ok"]
     refused = [value for kind, value in outcomes if kind == "error"]
@@ -395,9 +367,7 @@ def _claimed_consumer(real_placement: EmbeddedPlacement, admin: PlacementAdmin) 
     """A provider with room for every add, and a consumer claimed on it with BASE_VCPU."""
     rp = admin.create_provider(inventory={"VCPU": {"total": 64, "max_unit": 64}})
     consumer = new_id()
-    make_client(real_placement).claim(
-        consumer, {rp: {"VCPU": BASE_VCPU}}, project_id=PROJECT, user_id=USER
-    )
+    claim(make_client(real_placement), consumer, {rp: {"VCPU": BASE_VCPU}})
     assert admin.get_allocations(consumer)["consumer_generation"] == 1
     return rp, consumer
 
@@ -420,7 +390,7 @@ def _add_one_vcpu(
             all_read.wait(JOIN_TIMEOUT)
         return add(current)
 
-    return client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+    return update(client, consumer, mutate)
 
 
 def test_concurrent_adds_through_one_shared_client_take_turns(
@@ -444,7 +414,7 @@ def test_concurrent_adds_through_one_shared_client_take_turns(
         return add(current)
 
     def add_one() -> ConsumerAllocations:
-        return client.update_allocations(consumer, mutate, project_id=PROJECT, user_id=USER)
+        return update(client, consumer, mutate)
 
     real_placement.clear_requests_seen()
     outcomes = run_together([add_one for _ in range(THREADS)])

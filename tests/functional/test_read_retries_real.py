@@ -15,9 +15,9 @@ import pytest
 
 from reportclient import PlacementClient, PlacementOverloaded, PlacementUnavailable, RetryBudget
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.faultproxy import FaultProxy, answer, reset
 from tests.functional._helpers import new_id
 from tests.functional._outcome_helpers import client_for, no_sleep_retry
+from tests.support.faultproxy import FaultProxy, answer, reset
 
 pytestmark = pytest.mark.functional
 

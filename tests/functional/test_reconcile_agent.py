@@ -5,7 +5,7 @@ from __future__ import annotations
 from reportclient import ProviderSpec
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement
-from tests.functional._helpers import PROJECT, USER, make_client, new_id, wire
+from tests.functional._helpers import claim, make_client, new_id, wire
 
 WINDOW = 300.0
 
@@ -25,7 +25,7 @@ def test_an_agent_pays_nothing_in_the_window_and_one_409_for_a_claim_since(
     scheduler = make_client(real_placement)
     root, child = new_id(), new_id()
     agent.reconcile(_tree(root, child), max_staleness=WINDOW)
-    scheduler.claim(new_id(), {root: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
+    claim(scheduler, new_id(), {root: {"VCPU": 1}})
 
     real_placement.clear_requests_seen()
     clock.advance(60)

@@ -1,7 +1,7 @@
-"""The one write machine (tests/write_machine.py) against the real Placement.
+"""The one write machine (tests/machines/write_machine.py) against the real Placement.
 
 The real openstack-placement runs in its own process (``PlacementServer``, single-threaded
-wsgiref on 127.0.0.1) behind the loopback fault proxy (``tests/write_http_backend.py``).
+wsgiref on 127.0.0.1) behind the loopback fault proxy (``tests/support/write_http_backend.py``).
 Bounded: a request costs ~10 ms, a snapshot of a provider three of them, and a held write
 the client's read timeout.
 """
@@ -16,8 +16,8 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from reportclient.testing import PlacementAdmin, PlacementServer
-from tests.write_http_backend import HttpBackend
-from tests.write_machine import TTL, Table, WriteMachine
+from tests.machines.write_machine import TTL, Table, WriteMachine
+from tests.support.write_http_backend import HttpBackend
 
 pytestmark = pytest.mark.functional
 

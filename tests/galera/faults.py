@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportclient.testing import GaleraPlacement
-from tests.faultproxy import RuleHandle, drop_answer
 from tests.races.chaos import RuleScheduler, TracingProxy
+from tests.support.faultproxy import RuleHandle, drop_answer
 
 #: Seconds after the workloads start before a fault is injected, and how long it is held.
 DELAY = 2.0

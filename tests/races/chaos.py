@@ -1,6 +1,7 @@
 """Faults for the chaos tests: a tracing fault proxy, a rule scheduler and a worker killer.
 
-:class:`TracingProxy` is the suite's :class:`~tests.faultproxy.FaultProxy` that also notes, for
+:class:`TracingProxy` is the suite's :class:`~tests.support.faultproxy.FaultProxy` that also
+notes, for
 every request, the action that met it and the request's global request id; every operation a
 worker runs sends its own id, so each injected fault is charged to exactly one operation, and
 the table can say how the operations that met it ended.
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reportclient.testing import PlacementCluster
-from tests.faultproxy import (
+from tests.races.checker import OK, Checker
+from tests.support.faultproxy import (
     Action,
     FaultProxy,
     RuleHandle,
@@ -25,7 +27,6 @@ from tests.faultproxy import (
     drop_answer,
     reset,
 )
-from tests.races.checker import OK, Checker
 
 #: A request forwarded upstream that got no answer: the worker serving it was SIGKILLed.
 KILLED = "worker SIGKILLed (502)"

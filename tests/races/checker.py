@@ -23,7 +23,7 @@ processes.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -285,6 +285,15 @@ class Checker:
     def assert_clean(self) -> None:
         """Fail with every violation found, each with its evidence."""
         assert not self.verdict.failures, "\n".join(self.verdict.violations)
+
+
+def rows_printed_at_end(title: str, headers: Sequence[str]) -> Iterator[list[list[object]]]:
+    """A module fixture's body: rows the tests add, printed as a table when the module ends
+    (visible with ``-s``)."""
+    rows: list[list[object]] = []
+    yield rows
+    print(f"\n\n{title}")
+    print(table(headers, rows))
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:

@@ -35,7 +35,7 @@ import sqlalchemy
 from sqlalchemy.pool import NullPool
 
 from reportclient.testing import PlacementAdmin, PlacementCluster
-from tests.races.checker import Checker, held, table
+from tests.races.checker import Checker, held, rows_printed_at_end
 from tests.races.runner import (
     PROCESSES,
     THREADS,
@@ -73,10 +73,8 @@ EVIDENCE_HEADERS = [
 @pytest.fixture(scope="module")
 def evidence() -> Iterator[list[list[object]]]:
     """Rows of the overshoot evidence, printed when the module ends (visible with ``-s``)."""
-    rows: list[list[object]] = []
-    yield rows
-    print("\n\nCapacity under racing claims (Placement 16.0.0, 2 providers)")
-    print(table(EVIDENCE_HEADERS, rows))
+    title = "Capacity under racing claims (Placement 16.0.0, 2 providers)"
+    yield from rows_printed_at_end(title, EVIDENCE_HEADERS)
 
 
 def exemptions(cluster: PlacementCluster, rp: str) -> int:

@@ -27,7 +27,7 @@ from tests.races.chaos import (
     WorkerKiller,
     fault_rows,
 )
-from tests.races.checker import Checker, table
+from tests.races.checker import Checker, rows_printed_at_end, table
 from tests.races.workloads import ADDS, same_consumer_adds, storm
 
 pytestmark = pytest.mark.functional
@@ -40,10 +40,8 @@ STORM_SEED = 7
 @pytest.fixture(scope="module")
 def fault_table() -> Iterator[list[list[object]]]:
     """Rows of the per-fault table, printed when the module ends (visible with ``-s``)."""
-    rows: list[list[object]] = []
-    yield rows
-    print("\n\nChaos: faults injected through the proxy, and what became of them")
-    print(table(FAULT_HEADERS, rows))
+    title = "Chaos: faults injected through the proxy, and what became of them"
+    yield from rows_printed_at_end(title, FAULT_HEADERS)
 
 
 def under_chaos(

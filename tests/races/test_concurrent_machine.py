@@ -1,4 +1,4 @@
-"""The concurrent machine (tests/concurrent_machine.py) on Placement's production shape.
+"""The concurrent machine (tests/machines/concurrent_machine.py) on Placement's production shape.
 
 Threads of one shared client against the session's 4-worker gunicorn clusters over MariaDB
 and PostgreSQL (``cluster`` in ``tests/races/conftest.py``), so overlapping requests of one
@@ -25,10 +25,10 @@ from keystoneauth1 import token_endpoint
 
 import reportclient as rc
 from reportclient.testing import PlacementAdmin, PlacementCluster
-from tests.concurrent_machine import AMPLE, TTL, HoldingAdapter, Machine, Table
-from tests.concurrent_model import MISSING, State
-from tests.faultproxy import FaultProxy, RuleHandle, drop_answer
-from tests.write_model import freeze
+from tests.machines.concurrent_machine import AMPLE, TTL, HoldingAdapter, Machine, Table
+from tests.machines.concurrent_model import MISSING, State
+from tests.machines.write_model import freeze
+from tests.support.faultproxy import FaultProxy, RuleHandle, drop_answer
 
 pytestmark = pytest.mark.functional
 

@@ -41,7 +41,7 @@ from tests.races.chaos import (
     WorkerKiller,
     fault_rows,
 )
-from tests.races.checker import OK, Checker, Op, table
+from tests.races.checker import OK, Checker, Op, rows_printed_at_end, table
 from tests.races.runner import GRACE, GUARD, THREADS, deal
 from tests.races.workers import Phase, Plan, run_plan
 
@@ -75,10 +75,8 @@ UNANSWERED = frozenset({"OutcomeUnknown", "PlacementUnavailable"})
 @pytest.fixture(scope="module")
 def provider_fault_table() -> Iterator[list[list[object]]]:
     """Rows of the per-fault table, printed when the module ends (visible with ``-s``)."""
-    rows: list[list[object]] = []
-    yield rows
-    print("\n\nProvider chaos: faults injected through the proxy, and what became of them")
-    print(table([*FAULT_HEADERS, *EXTRA], rows))
+    title = "Provider chaos: faults injected through the proxy, and what became of them"
+    yield from rows_printed_at_end(title, [*FAULT_HEADERS, *EXTRA])
 
 
 def run_cell(

@@ -1,4 +1,4 @@
-"""The one write machine (tests/write_machine.py) on Placement's production shape: MariaDB.
+"""The one write machine (tests/machines/write_machine.py) on Placement's production shape: MariaDB.
 
 A smaller run than the functional one, on the session's 4-worker gunicorn cluster over
 MariaDB (``placement_cluster_mariadb``), where every read-back and the other writer may land
@@ -12,12 +12,11 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from reportclient.testing import PlacementAdmin, PlacementCluster
-from tests.write_http_backend import HttpBackend
-from tests.write_machine import Table, WriteMachine
+from tests.machines.write_machine import Table, WriteMachine, machine_settings
+from tests.support.write_http_backend import HttpBackend
 
 pytestmark = pytest.mark.functional
 
@@ -40,13 +39,7 @@ def test_every_write_on_mariadb(
     try:
         run_state_machine_as_test(
             lambda: WriteMachine(HttpBackend(port, admin), 0.0, stats, "mariadb"),  # type: ignore[arg-type]
-            settings=settings(
-                max_examples=3,
-                stateful_step_count=10,
-                deadline=None,
-                derandomize=True,
-                database=None,
-            ),
+            settings=machine_settings(3, 10),
         )
     finally:
         logger.setLevel(level)

@@ -1,0 +1,215 @@
+"""The client's retry budget and the request bound: every retry spends, none may amplify.
+
+Issue 37: beside claims on a saturated Placement, writers re-sent for their
+whole deadline (untouched-field retries were neither waited nor counted),
+and one ``set_inventory`` under ``stop_after_attempt(3)`` sent 253 PUTs and
+254 GETs. The decision is pure (``reportclient._budget``) and tabled here;
+the rest drives the client on the fake with a fake clock, no sleeps.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import tenacity
+
+import reportclient
+from reportclient._budget import GiveUp, allows, next_retry, operation
+from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
+from tests.support.wire import new_uuid
+
+
+@pytest.mark.parametrize(
+    ("firsts", "retries", "ratio", "floor", "window", "allowed"),
+    [
+        (0, 0, 0.2, 1.0, 10.0, True),  # a quiet client keeps its floor
+        (0, 9, 0.2, 1.0, 10.0, True),  # the tenth retry of the floor
+        (0, 10, 0.2, 1.0, 10.0, False),  # the floor spent
+        (100, 29, 0.2, 1.0, 10.0, True),  # 20 from first attempts + 10 from the floor
+        (100, 30, 0.2, 1.0, 10.0, False),
+        (5, 0, 0.2, 0.0, 10.0, True),  # one retry in five first attempts
+        (4, 0, 0.2, 0.0, 10.0, False),
+        (1000, 0, 0.0, 0.0, 10.0, False),  # a budget of nothing refuses every retry
+    ],
+)
+def test_budget_allows_retries_up_to_ratio_of_first_attempts_plus_the_floor(
+    firsts: int, retries: int, ratio: float, floor: float, window: float, allowed: bool
+) -> None:
+    assert allows(firsts, retries, ratio=ratio, floor=floor, window=window) is allowed
+
+
+@pytest.mark.parametrize(
+    ("policy_stops", "requests", "cost", "why"),
+    [
+        (True, 0, 3, GiveUp.POLICY),  # the policy is asked first: its stop is never overload
+        (True, 31, 3, GiveUp.POLICY),
+        (False, 29, 3, None),  # 29 + 3 = 32: the last attempt fits
+        (False, 30, 3, GiveUp.BOUND),
+        (False, 31, 1, None),  # a read's try costs one
+        (False, 32, 1, GiveUp.BOUND),
+    ],
+)
+def test_next_retry_asks_the_policy_then_the_request_bound(
+    policy_stops: bool, requests: int, cost: int, why: GiveUp | None
+) -> None:
+    assert next_retry(policy_stops=policy_stops, requests=requests, cost=cost, bound=32) is why
+
+
+def test_budget_window_slides_with_the_clock() -> None:
+    clock = FakeClock()
+    budget = reportclient.RetryBudget(ratio=0.0, floor=0.2, window=10.0, clock=clock)
+    assert [budget.try_withdraw() for _ in range(3)] == [True, True, False]
+    clock.advance(5.0)
+    assert not budget.try_withdraw()  # both retries are still in the window
+    clock.advance(5.0)
+    assert budget.try_withdraw()  # the first two fell out of it
+    assert budget.stats() == reportclient.retry.BudgetStats(0, 3, 2)
+
+
+def test_first_attempts_refill_the_budget() -> None:
+    budget = reportclient.RetryBudget(ratio=0.5, floor=0.0, clock=FakeClock())
+    assert not budget.try_withdraw()
+    budget.deposit()
+    budget.deposit()
+    assert budget.try_withdraw()
+    assert not budget.try_withdraw()
+
+
+def test_budget_is_one_count_across_threads() -> None:
+    budget = reportclient.RetryBudget(ratio=0.0, floor=5.0, window=10.0, clock=FakeClock())
+    granted: list[bool] = []
+    start = threading.Barrier(8)
+
+    def spend() -> None:
+        start.wait()
+        for _ in range(20):
+            granted.append(budget.try_withdraw())
+
+    threads = [threading.Thread(target=spend) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert granted.count(True) == 50
+
+
+def test_an_operation_deposits_once_however_many_requests_it_nests() -> None:
+    budget = reportclient.RetryBudget(clock=FakeClock())
+    with operation(budget) as outer, operation(budget) as inner:
+        assert inner is outer
+    assert budget.stats().first_attempts == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"ratio": -0.1}, {"floor": float("nan")}, {"window": 0}, {"ratio": True}],
+)
+def test_budget_refuses_values_it_cannot_use(kwargs: dict[str, float]) -> None:
+    with pytest.raises(reportclient.InvalidInput):
+        reportclient.RetryBudget(**kwargs)
+
+
+def test_client_refuses_a_budget_that_is_not_one() -> None:
+    fake = FakePlacement()
+    with pytest.raises(reportclient.InvalidInput, match="retry_budget"):
+        make_client(fake, retry_budget=0.2)
+
+
+# -- the engine's retries spend from it -------------------------------------------------
+
+
+def claims_after_every_read(fake: FakePlacement, rp: str) -> None:
+    """A scheduler's claim on ``rp`` after each GET: the field stays untouched, forever."""
+
+    def hook(_fake: FakePlacement, record: RequestRecord) -> None:
+        if record.method == "GET":
+            fake.put_allocations(new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u")
+
+    fake.between_requests(hook)
+
+
+def test_an_empty_budget_ends_untouched_retries_in_placement_overloaded() -> None:
+    """Untouched retries are not counted by the policy, but each one spends from the budget."""
+    fake = FakePlacement()
+    rp = fake.create_provider(inventory={"VCPU": 1000})
+    budget = reportclient.RetryBudget(ratio=0.0, floor=0.4, window=10.0, clock=FakeClock())
+    client = make_client(
+        fake,
+        microversion="1.39",
+        retry=reportclient.default_retry(sleep=lambda s: None),
+        retry_budget=budget,
+    )
+    claims_after_every_read(fake, rp)
+
+    with pytest.raises(reportclient.PlacementOverloaded) as caught:
+        client.providers.set_inventory(rp, "MEMORY_MB", 1024)
+
+    err = caught.value
+    assert [r.status for r in fake.requests if r.method == "PUT"] == [409] * 5  # 1 + 4 retries
+    assert budget.stats() == reportclient.retry.BudgetStats(1, 4, 1)
+    assert isinstance(err.last, reportclient.GenerationConflict)
+    assert err.outcome_unknown is False and isinstance(err, reportclient.PlacementUnavailable)
+    assert str(err).startswith(f"Request {err.last.request_id}: PUT ")
+    assert isinstance(err.__cause__, reportclient.GenerationConflict)
+
+
+def test_a_write_that_may_have_landed_stays_outcome_unknown_when_the_budget_is_empty() -> None:
+    """A lost answer, then an empty budget: the caller must hear that the write may land."""
+    fake = FakePlacement()
+    rp = fake.create_provider(inventory={"VCPU": 8})
+    consumer = new_uuid()
+    budget = reportclient.RetryBudget(ratio=0.0, floor=0.0, clock=FakeClock())
+    client = make_client(
+        fake,
+        microversion="1.39",
+        retry=reportclient.default_retry(sleep=lambda s: None),
+        retry_budget=budget,
+    )
+    # The claim's PUT lands but its answer is lost; the read after it gets a 503.
+    fake.lose_next_response(consumer)
+
+    def hook(_fake: FakePlacement, record: RequestRecord) -> None:
+        if record.fault == "lost":
+            fake.fail_next(1, 503)
+
+    fake.between_requests(hook)
+
+    with pytest.raises(reportclient.OutcomeUnknown):
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id="p", user_id="u")
+    assert budget.stats().refused == 1
+    assert fake.usages(rp)["VCPU"] == 1  # it had landed
+
+
+def test_no_policy_sends_more_than_the_request_bound() -> None:
+    """Issue 37: stop_after_attempt(3) under constant in-server races sent 253 PUTs + 254 GETs."""
+    fake = FakePlacement()
+    rp = fake.create_provider(inventory={"VCPU": 10_000})
+    client = make_client(
+        fake,
+        microversion="1.39",
+        retry=tenacity.Retrying(stop=tenacity.stop_after_attempt(3), sleep=lambda s: None),
+        retry_budget=None,  # the bound alone
+        clock=FakeClock(),
+    )
+    claims_after_every_read(fake, rp)
+
+    with pytest.raises(reportclient.GenerationConflict):
+        client.providers.set_inventory(rp, "MEMORY_MB", 1024)
+
+    sent = [r for r in fake.requests if r.method in ("GET", "PUT")]
+    assert len(sent) <= reportclient.MAX_REQUESTS
+    assert len(sent) >= reportclient.MAX_REQUESTS - 3  # it was the bound that stopped it
+
+
+def test_a_healthy_client_never_meets_its_budget() -> None:
+    """Writes that land at once spend nothing; reads deposit like any first attempt."""
+    fake = FakePlacement()
+    rp = fake.create_provider(inventory={"VCPU": 100})
+    client = make_client(fake, microversion="1.39", clock=FakeClock())
+    for _ in range(5):
+        consumer = new_uuid()
+        client.claim(consumer, {rp: {"VCPU": 1}}, project_id="p", user_id="u")
+        client.get_allocations(consumer)
+    stats = client._core.budget.stats()  # type: ignore[union-attr]
+    assert stats.retries == 0 and stats.first_attempts == 10
