@@ -12,16 +12,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # Python 3.10
-    from typing_extensions import Self
-
+from reportclient._compat import Self
 from reportclient._model.validation import MAX_INT, validate_standard_name, validate_uuid
 from reportclient.errors import InvalidInput
 
