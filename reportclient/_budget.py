@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from reportclient._numbers import is_non_negative_number
 from reportclient.errors import InvalidInput
 
 __all__ = [
@@ -135,12 +136,7 @@ class RetryBudget:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         for name, value in (("ratio", ratio), ("floor", floor), ("window", window)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or value < 0
-            ):
+            if not is_non_negative_number(value):
                 raise InvalidInput(f"retry budget {name} must be a number >= 0, got {value!r}")
         if window <= 0:
             raise InvalidInput(f"retry budget window must be > 0 seconds, got {window!r}")

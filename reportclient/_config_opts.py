@@ -258,9 +258,17 @@ def _registered(conf: cfg.ConfigOpts, group: str, dest: str) -> cfg.Opt | None:
     return opt
 
 
-def _compatible(theirs: cfg.Opt, ours: cfg.Opt) -> bool:
-    """Whether a value of ``theirs`` means what a value of ``ours`` would."""
-    return type(theirs.type) is type(ours.type) and theirs.multi == ours.multi
+def _foreign_type(conf: cfg.ConfigOpts, group: str, ours: cfg.Opt) -> str | None:
+    """The type another project registered ``ours``' name with, if a value of it means other.
+
+    None when nothing readable is registered there or when a value of the
+    registered option means what a value of ``ours`` would (same type, same
+    ``multi``).
+    """
+    theirs = _registered(conf, group, ours.dest)
+    if theirs is None or (type(theirs.type) is type(ours.type) and theirs.multi == ours.multi):
+        return None
+    return type(theirs.type).__name__
 
 
 def _register_opt(oslo_cfg: ModuleType, conf: cfg.ConfigOpts, group: str, opt: cfg.Opt) -> bool:
@@ -268,13 +276,13 @@ def _register_opt(oslo_cfg: ModuleType, conf: cfg.ConfigOpts, group: str, opt: c
     try:
         return bool(conf.register_opt(opt, group=group))
     except oslo_cfg.DuplicateOptError:
-        theirs = _registered(conf, group, opt.dest)
-        if theirs is not None and not _compatible(theirs, opt):
+        theirs = _foreign_type(conf, group, opt)
+        if theirs is not None:
             LOG.debug(
                 "[%s] %s is already registered by another project as %s; its definition stays",
                 group,
                 opt.dest,
-                type(theirs.type).__name__,
+                theirs,
             )
         return False
 
@@ -306,13 +314,13 @@ def own_settings(oslo_cfg: ModuleType, conf: cfg.ConfigOpts, group: str) -> dict
     """
     values: dict[str, Any] = {}
     for opt in _own_opts(oslo_cfg):
-        theirs = _registered(conf, group, opt.dest)
-        if theirs is not None and not _compatible(theirs, opt):
+        theirs = _foreign_type(conf, group, opt)
+        if theirs is not None:
             LOG.warning(
                 "[%s] %s belongs to another project (%s option); reportclient uses %r",
                 group,
                 opt.dest,
-                type(theirs.type).__name__,
+                theirs,
                 opt.default,
             )
             values[opt.dest] = opt.default

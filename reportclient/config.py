@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
@@ -55,6 +54,7 @@ from keystoneauth1 import session as ks_session
 
 from reportclient._clients.core import ClientSettings, SessionOptions, check_settings
 from reportclient._clients.placement import PlacementClient
+from reportclient._compat import Unpack
 from reportclient._config_opts import (
     DEFAULT_GROUP,
     SAMPLE_AUTH_TYPE,
@@ -76,11 +76,6 @@ from reportclient._wire.transport import (
 )
 from reportclient.errors import InvalidInput, PlacementAuthError
 from reportclient.retry import RetryBudget, default_retry
-
-if sys.version_info >= (3, 11):
-    from typing import Unpack
-else:  # Python 3.10
-    from typing_extensions import Unpack
 
 if TYPE_CHECKING:
     from keystoneauth1 import plugin as ks_plugin

@@ -86,7 +86,7 @@ class wait_full_jitter(tenacity.wait.wait_base):  # noqa: N801 - tenacity's nami
         return float(ceiling * self.rand())
 
 
-class wait_contention(tenacity.wait.wait_base):  # noqa: N801 - tenacity's naming
+class wait_contention(wait_full_jitter):  # noqa: N801 - tenacity's naming
     """Full jitter over the engine's window for contending writers, else :class:`wait_full_jitter`.
 
     After a conflict between writers contending on a subject, the engine
@@ -98,24 +98,17 @@ class wait_contention(tenacity.wait.wait_base):  # noqa: N801 - tenacity's namin
     wait called outside the engine) backs off as :class:`wait_full_jitter`
     does.
 
+    Its ``base``, ``cap`` and ``rand`` are :class:`wait_full_jitter`'s, which
+    it extends rather than wraps so the two cannot drift apart.
+
     :param rand: returns a float in [0, 1); pin it in tests.
     """
-
-    def __init__(
-        self,
-        base: float = DEFAULT_BASE,
-        cap: float = DEFAULT_CAP,
-        rand: Callable[[], float] = random.random,
-    ) -> None:
-        self.cap = cap
-        self.rand = rand
-        self.fallback = wait_full_jitter(base, cap, rand)
 
     def __call__(self, retry_state: tenacity.RetryCallState) -> float:
         window = getattr(retry_state, "contention_window", None)
         if isinstance(window, int | float) and window > 0:
             return float(min(self.cap, window) * self.rand())
-        return float(self.fallback(retry_state))
+        return super().__call__(retry_state)
 
 
 def _sleep(seconds: float) -> None:

@@ -106,11 +106,7 @@ class FieldsClient:
         :raises InventoryInUse: a class with allocations would go or shrink below them.
         """
         wanted = inventories_of(inventories, "set_inventories' inventories")
-        if generation is not None:
-            return self._put_at(ProviderInventories, uuid, generation, wanted, global_request_id)
-        return self._change(
-            ProviderInventories, uuid, lambda _current: dict(wanted), True, global_request_id
-        )
+        return self._replace(ProviderInventories, uuid, wanted, dict, generation, global_request_id)
 
     def update_inventories(
         self,
@@ -169,9 +165,7 @@ class FieldsClient:
         :raises GenerationConflict: with ``generation``, the provider is no longer at it.
         """
         names = validate_names(traits)
-        if generation is not None:
-            return self._put_at(ProviderTraits, uuid, generation, names, global_request_id)
-        return self._change(ProviderTraits, uuid, lambda _c: set(names), True, global_request_id)
+        return self._replace(ProviderTraits, uuid, names, set, generation, global_request_id)
 
     # -- aggregates -------------------------------------------------------------
     def get_aggregates(
@@ -212,11 +206,7 @@ class FieldsClient:
         :raises GenerationConflict: with ``generation``, the provider is no longer at it.
         """
         uuids = validate_uuids(aggregates)
-        if generation is not None:
-            return self._put_at(ProviderAggregates, uuid, generation, uuids, global_request_id)
-        return self._change(
-            ProviderAggregates, uuid, lambda _c: set(uuids), True, global_request_id
-        )
+        return self._replace(ProviderAggregates, uuid, uuids, set, generation, global_request_id)
 
     # -- one field change under the policy ------------------------------------------
     def _change(
@@ -234,6 +224,25 @@ class FieldsClient:
             idempotent=idempotent,
             global_request_id=validate_request_id(request_id),
         )[0]
+
+    def _replace(
+        self,
+        kind: type[Field],
+        uuid: str,
+        value: Any,
+        fresh: Callable[[Any], Any],
+        generation: int | None,
+        request_id: str | None,
+    ) -> Field:
+        """Make the field exactly ``value`` (each ``set_*``).
+
+        With the caller's ``generation``: one PUT at it. Without: a
+        read-modify-write under the policy whose mutate returns ``fresh(value)``,
+        a new copy on every attempt.
+        """
+        if generation is not None:
+            return self._put_at(kind, uuid, generation, value, request_id)
+        return self._change(kind, uuid, lambda _current: fresh(value), True, request_id)
 
     def _put_at(
         self, kind: type[Field], uuid: str, generation: int, value: Any, request_id: str | None

@@ -10,7 +10,6 @@ contention memory, built from the keywords of :class:`~.core.ClientSettings`.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
@@ -29,6 +28,7 @@ from reportclient._clients.core import (
 from reportclient._clients.providers import ProviderClient
 from reportclient._clients.raw import RawClient
 from reportclient._clients.scheduling import SchedulingClient
+from reportclient._compat import Unpack
 from reportclient._wire.negotiation import format_version
 from reportclient._wire.transport import (
     DEFAULT_POOL_SIZE,
@@ -36,11 +36,6 @@ from reportclient._wire.transport import (
     size_pool,
     validate_timeout,
 )
-
-if sys.version_info >= (3, 11):
-    from typing import Unpack
-else:  # Python 3.10
-    from typing_extensions import Unpack
 
 __all__ = ["PlacementClient", "Timeout"]
 

@@ -297,14 +297,11 @@ def _spell(version: Microversion) -> str:
     return f"{version[0]}.{version[1]}"
 
 
+#: The attributes of a PlacementError that describe its request (its
+#: keyword arguments of the same names).
+_REQUEST_FIELDS = ("status", "code", "title", "detail", "request_id", "method", "url")
+
+
 def _where(exc: PlacementError) -> dict[str, Any]:
     """What an error says about its request, to carry into one that explains it better."""
-    return {
-        "status": exc.status,
-        "code": exc.code,
-        "title": exc.title,
-        "detail": exc.detail,
-        "request_id": exc.request_id,
-        "method": exc.method,
-        "url": exc.url,
-    }
+    return {name: getattr(exc, name) for name in _REQUEST_FIELDS}

@@ -77,7 +77,23 @@ def _terms(values: object, check: Any, what: str) -> tuple[str | frozenset[str],
 
 
 @dataclass(frozen=True)
-class RequestGroup:
+class _GroupFields:
+    """The fields of a request group, which a query holds for its unsuffixed group.
+
+    A base of its own rather than RequestGroup itself: a query is not a
+    group (``groups`` must not accept one). Each subclass validates them.
+    """
+
+    resources: Mapping[str, int] = field(default_factory=dict)
+    required: Collection[TraitTerm] = ()
+    forbidden: Collection[str] = frozenset()
+    member_of: Collection[AggregateTerm] = ()
+    not_member_of: Collection[str] = frozenset()
+    in_tree: str | None = None
+
+
+@dataclass(frozen=True)
+class RequestGroup(_GroupFields):
     """What one request group asks for; suffixed groups are met by a single provider.
 
     :param resources: resource class -> amount.
@@ -91,13 +107,6 @@ class RequestGroup:
     :raises InvalidInput: for a malformed name, amount or uuid, or a trait
         both required and forbidden.
     """
-
-    resources: Mapping[str, int] = field(default_factory=dict)
-    required: Collection[TraitTerm] = ()
-    forbidden: Collection[str] = frozenset()
-    member_of: Collection[AggregateTerm] = ()
-    not_member_of: Collection[str] = frozenset()
-    in_tree: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -152,7 +161,7 @@ def _aggregate(value: object) -> str:
 
 
 @dataclass(frozen=True)
-class CandidatesQuery:
+class CandidatesQuery(_GroupFields):
     """A ``GET /allocation_candidates`` query: the unsuffixed group plus suffixed groups.
 
     The unsuffixed group's resources may come from several providers of one
@@ -169,12 +178,6 @@ class CandidatesQuery:
     :raises InvalidInput: for anything Placement would refuse as malformed.
     """
 
-    resources: Mapping[str, int] = field(default_factory=dict)
-    required: Collection[TraitTerm] = ()
-    forbidden: Collection[str] = frozenset()
-    member_of: Collection[AggregateTerm] = ()
-    not_member_of: Collection[str] = frozenset()
-    in_tree: str | None = None
     groups: Mapping[str, RequestGroup] = field(default_factory=dict)
     group_policy: Literal["none", "isolate"] | None = None
     limit: int | None = None

@@ -12,16 +12,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import struct
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # Python 3.10
-    from typing_extensions import Self
-
+from reportclient._compat import Self
 from reportclient._model.validation import MAX_INT, validate_standard_name, validate_uuid
 from reportclient.errors import InvalidInput
 
@@ -330,15 +325,16 @@ class ProviderInventories:
         return dict(self.inventories) == dict(value)
 
 
+@dataclass(frozen=True, slots=True)
 class _MemberSet:
     """What the two set-valued fields share: a frozenset under the key its route is named after.
 
     ``GET``/``PUT .../traits`` and ``.../aggregates`` (1.19+) carry
     ``{"<route>": [...], "resource_provider_generation": n}``; only the rule
-    a member must meet differs (:meth:`_member`).
+    a member must meet differs (:meth:`_member`). A subclass adds the
+    field itself, named ``ROUTE``.
     """
 
-    __slots__ = ()
     uuid: str
     generation: int
     #: The route of this field under ``/resource_providers/{uuid}``, and its key.
@@ -383,8 +379,6 @@ class _MemberSet:
 class ProviderTraits(_MemberSet):
     """A provider's traits as of ``generation``."""
 
-    uuid: str
-    generation: int
     traits: frozenset[str] = frozenset()
 
     ROUTE = "traits"
@@ -398,8 +392,6 @@ class ProviderTraits(_MemberSet):
 class ProviderAggregates(_MemberSet):
     """A provider's aggregate uuids as of ``generation`` (microversion 1.19+)."""
 
-    uuid: str
-    generation: int
     aggregates: frozenset[str] = frozenset()
 
     ROUTE = "aggregates"

@@ -19,12 +19,12 @@ keep it; a value one of Placement's databases cannot hold is refused on all.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
+from reportclient._numbers import is_non_negative_number
 from reportclient.errors import InvalidInput
 
 __all__ = [
@@ -191,12 +191,7 @@ def validate_max_staleness(value: object) -> float | None:
     """
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-    ):
+    if not is_non_negative_number(value):
         raise InvalidInput(f"max_staleness must be None or seconds >= 0, got {value!r}")
     return float(value)
 

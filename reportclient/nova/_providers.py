@@ -54,15 +54,14 @@ def specs_of(tree: Any, *, inventories: bool = True) -> list[ProviderSpec]:
     return specs
 
 
+#: The keys nova's ``populate_from_iterable`` and its callers read from a
+#: provider dict, each the ResourceProvider attribute of that name.
+_PROVIDER_KEYS = ("uuid", "name", "generation", "parent_provider_uuid", "root_provider_uuid")
+
+
 def _provider_dict(rp: ResourceProvider) -> dict[str, Any]:
     """A provider as nova's ``populate_from_iterable`` and its callers read one."""
-    return {
-        "uuid": rp.uuid,
-        "name": rp.name,
-        "generation": rp.generation,
-        "parent_provider_uuid": rp.parent_provider_uuid,
-        "root_provider_uuid": rp.root_provider_uuid,
-    }
+    return {key: getattr(rp, key) for key in _PROVIDER_KEYS}
 
 
 def _field_failure(

@@ -8,13 +8,9 @@ once what asking a stopped one for its port, process or directory raises.
 from __future__ import annotations
 
 import abc
-import sys
 from typing import TypeVar
 
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # Python 3.10
-    from typing_extensions import Self
+from reportclient._compat import Self
 
 __all__ = ["Started"]
 

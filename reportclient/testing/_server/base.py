@@ -9,15 +9,10 @@ the same, and live here once, as does timing a start and undoing a failed one.
 from __future__ import annotations
 
 import abc
-import sys
 import time
 from collections.abc import Callable
 
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # Python 3.10
-    from typing_extensions import Self
-
+from reportclient._compat import Self
 from reportclient.testing import _app
 from reportclient.testing._started import Started
 
