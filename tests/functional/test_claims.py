@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from reportclient import add_allocations, remove_providers
+from collections.abc import Callable
+
+import pytest
+
+from reportclient import PlacementClient, add_allocations, remove_providers
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import (
     CACHE_TTL,
@@ -284,38 +288,34 @@ def test_remove_providers_keeps_only_the_other_providers_allocations(
     assert placement_admin.usages(source)["VCPU"] == 0
 
 
-def test_claiming_unchanged_allocations_from_the_cache_writes_once(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+@pytest.mark.parametrize(
+    ("make_reader", "method", "status", "generation"),
+    [
+        # Only a state read during this call is trusted to skip a write; a cached one is not.
+        pytest.param(make_cached_client, "PUT", 204, 2, id="from-the-cache-writes-once"),
+        # The claim reads first; the state just read already holds the claim: nothing written.
+        pytest.param(make_client, "GET", 200, 1, id="default-ttl-reads-and-writes-nothing"),
+    ],
+)
+def test_claiming_unchanged_allocations(
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    make_reader: Callable[..., PlacementClient],
+    method: str,
+    status: int,
+    generation: int,
 ) -> None:
     writer = make_client(real_placement)
     consumer = new_id()
     claim(writer, consumer, {compute_node: {"VCPU": 1}})
-    reader = make_cached_client(real_placement)
+    reader = make_reader(real_placement)
     reader.get_allocations(consumer)
     real_placement.clear_requests_seen()
 
     state = claim(reader, consumer, {compute_node: {"VCPU": 1}})
 
-    # Only a state read during this call is trusted to skip a write; a cached one is not.
-    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
-    assert state.generation == 2
-    assert placement_admin.get_allocations(consumer)["consumer_generation"] == 2
-
-
-def test_claiming_unchanged_allocations_with_the_default_ttl_reads_and_writes_nothing(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    writer = make_client(real_placement)
-    consumer = new_id()
-    claim(writer, consumer, {compute_node: {"VCPU": 1}})
-    reader = make_client(real_placement)
-    reader.get_allocations(consumer)
-    real_placement.clear_requests_seen()
-
-    state = claim(reader, consumer, {compute_node: {"VCPU": 1}})
-
-    # The claim reads first; the state just read already holds the claim, so nothing is written.
-    assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
-    assert state.generation == 1
+    assert wire(real_placement) == [(method, f"/allocations/{consumer}", status)]
+    assert state.generation == generation
     assert state.allocations == {compute_node: {"VCPU": 1}}
-    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 1}})
+    assert holds(placement_admin, consumer) == (generation, {compute_node: {"VCPU": 1}})

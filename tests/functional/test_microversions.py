@@ -45,10 +45,23 @@ def test_client_pinned_to_1_28_claims_at_1_28_without_consumer_type(
     assert held(raw) == {compute_node: {"VCPU": 1}}
 
 
-def test_client_pinned_to_1_28_recovers_when_consumer_was_deleted_by_another_writer(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+@pytest.mark.parametrize(
+    ("make", "tried_first"),
+    [
+        # The cached generation is sent, refused, re-read: the consumer is created anew.
+        pytest.param(make_cached_client, [("PUT", 409)], id="cached-recovers-after-a-409"),
+        # The default TTL reads first, finds the consumer gone and re-creates it.
+        pytest.param(make_client, [], id="default-ttl-reads-and-recreates"),
+    ],
+)
+def test_client_pinned_to_1_28_recreates_a_consumer_deleted_by_another_writer(
+    real_placement: EmbeddedPlacement,
+    placement_admin: PlacementAdmin,
+    compute_node: str,
+    make: Callable[..., PlacementClient],
+    tried_first: list[tuple[str, int]],
 ) -> None:
-    client = make_cached_client(real_placement, microversion="1.28")
+    client = make(real_placement, microversion="1.28")
     consumer = new_id()
     claim(client, consumer, {compute_node: {"VCPU": 1}})
     emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
@@ -58,27 +71,10 @@ def test_client_pinned_to_1_28_recovers_when_consumer_was_deleted_by_another_wri
     state = claim(client, consumer, {compute_node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 3
-    assert state.generation == 1
-    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
-
-
-def test_client_pinned_to_1_28_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_client(real_placement, microversion="1.28")
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
-    assert emptied.status_code == 204, emptied.text
-    real_placement.clear_requests_seen()
-
-    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
-
-    path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
-    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 2
+    expected = [(method, path, status) for method, status in tried_first]
+    expected += [("GET", path, 200), ("PUT", path, 204)]
+    assert wire(real_placement) == expected
+    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * len(expected)
     assert state.generation == 1
     assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
 
