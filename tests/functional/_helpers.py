@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import uuid
@@ -12,7 +13,7 @@ import tenacity
 
 from reportclient import PlacementClient, default_retry
 from reportclient.fixture import FakeClock
-from reportclient.testing import EmbeddedPlacement
+from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 
 PROJECT = "project-functional"
 USER = "user-functional"
@@ -22,6 +23,19 @@ LATEST = "1.39"
 JOIN_TIMEOUT = 60.0
 #: ``cache_ttl`` of the clients that trust their cache (``make_cached_client``).
 CACHE_TTL = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Real:
+    """Most tests' three fixtures as one (the ``real`` fixture of tests/functional/conftest.py).
+
+    ``placement`` is the session's real Placement, ``admin`` a raw admin helper on it and
+    ``node`` a fresh compute node (VCPU 8, MEMORY_MB 4096, DISK_GB 100).
+    """
+
+    placement: EmbeddedPlacement
+    admin: PlacementAdmin
+    node: str
 
 
 def new_id() -> str:

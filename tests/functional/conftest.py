@@ -13,8 +13,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from reportclient.testing import EmbeddedPlacement
+from reportclient.testing import EmbeddedPlacement, PlacementAdmin
+from tests.functional._helpers import Real
 from tests.functional._identity import IdentityStub, identity_stub
+
+
+@pytest.fixture
+def real(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+) -> Real:
+    """The real Placement, an admin on it and a fresh compute node, in one argument."""
+    return Real(real_placement, placement_admin, compute_node)
 
 
 @pytest.fixture
