@@ -37,6 +37,32 @@ class Real:
     admin: PlacementAdmin
     node: str
 
+    def client(self, **kwargs: Any) -> PlacementClient:
+        """``make_client`` on this Placement."""
+        return make_client(self.placement, **kwargs)
+
+    def cached_client(self, **kwargs: Any) -> PlacementClient:
+        """``make_cached_client`` on this Placement."""
+        return make_cached_client(self.placement, **kwargs)
+
+    def claimed(
+        self, allocs: Any, *, cached: bool = False, **kwargs: Any
+    ) -> tuple[PlacementClient, str]:
+        """A new client (``cached``: one trusting its cache) and a new consumer it claimed
+        ``allocs`` for (``claim``, with ``kwargs``)."""
+        client = self.cached_client() if cached else self.client()
+        consumer = new_id()
+        claim(client, consumer, allocs, **kwargs)
+        return client, consumer
+
+    def wire(self) -> list[tuple[str, str, int]]:
+        """``wire``: every request this Placement saw since the last clear."""
+        return wire(self.placement)
+
+    def holds(self, consumer: str) -> tuple[int | None, dict[str, dict[str, int]]]:
+        """``holds``: what this Placement holds for ``consumer``, read by the admin."""
+        return holds(self.admin, consumer)
+
 
 def new_id() -> str:
     """A fresh uuid4 string: every test uses its own consumers and providers."""

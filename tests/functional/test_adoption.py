@@ -27,21 +27,16 @@ from tests.functional._helpers import (
     claim,
     fast_retry,
     held,
-    make_cached_client,
-    make_client,
     new_id,
     raw_body,
     update,
-    wire,
 )
 from tests.functional.test_lost_response import LosingAdapter, _client_over
 
 
 # -- subtract_allocations ------------------------------------------------------
 def test_subtraction_leaves_the_rest_and_drops_classes_brought_to_zero(real: Real) -> None:
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 4, "MEMORY_MB": 512}})
+    client, consumer = real.claimed({real.node: {"VCPU": 4, "MEMORY_MB": 512}})
 
     state = update(
         client, consumer, subtract_allocations({real.node: {"VCPU": 1, "MEMORY_MB": 512}})
@@ -56,22 +51,20 @@ def test_subtraction_leaves_the_rest_and_drops_classes_brought_to_zero(real: Rea
 def test_subtracting_more_than_held_reads_writes_nothing_and_says_how_much_is_missing(
     real: Real,
 ) -> None:
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 2}})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}})
     real.placement.clear_requests_seen()
 
     with pytest.raises(AllocationsNotHeld) as raised:
         update(client, consumer, subtract_allocations({real.node: {"VCPU": 3}}))
 
-    assert wire(real.placement) == [("GET", f"/allocations/{consumer}", 200)]
+    assert real.wire() == [("GET", f"/allocations/{consumer}", 200)]
     assert raised.value.missing == {real.node: {"VCPU": 1}}
     assert held(real.admin.get_allocations(consumer)) == {real.node: {"VCPU": 2}}
 
 
 # -- default consumer type -------------------------------------------------------
 def test_a_clients_default_consumer_type_is_what_placement_records(real: Real) -> None:
-    client = make_client(real.placement, default_consumer_type="ACCELERATOR")
+    client = real.client(default_consumer_type="ACCELERATOR")
     claimed, batched = new_id(), new_id()
 
     claim(client, claimed, {real.node: {"VCPU": 1}})
@@ -83,7 +76,7 @@ def test_a_clients_default_consumer_type_is_what_placement_records(real: Real) -
 
 # -- put_allocations (compare-and-swap) ------------------------------------------
 def test_put_allocations_writes_at_the_callers_generation_in_one_request(real: Real) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     consumer = new_id()
     real.admin.put_allocations(consumer, raw_body({real.node: {"VCPU": 1}}, None))
     real.placement.clear_requests_seen()
@@ -96,7 +89,7 @@ def test_put_allocations_writes_at_the_callers_generation_in_one_request(real: R
         user_id=USER,
     )
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     raw = real.admin.get_allocations(consumer)
     assert raw["consumer_generation"] == state.generation == 2
     assert held(raw) == {real.node: {"VCPU": 2}}
@@ -104,7 +97,7 @@ def test_put_allocations_writes_at_the_callers_generation_in_one_request(real: R
 
 
 def test_put_allocations_at_a_stale_generation_raises_what_placement_holds(real: Real) -> None:
-    client = make_client(real.placement, retry=fast_retry())
+    client = real.client(retry=fast_retry())
     consumer = new_id()
     real.admin.put_allocations(consumer, raw_body({real.node: {"VCPU": 1}}, None))
     real.admin.put_allocations(consumer, raw_body({real.node: {"VCPU": 3}}, 1))
@@ -119,7 +112,7 @@ def test_put_allocations_at_a_stale_generation_raises_what_placement_holds(real:
             user_id=USER,
         )
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 409)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 409)]
     assert raised.value.server_generation == 2
     assert "expected 2 but got 1" in (raised.value.detail or "")
     assert held(real.admin.get_allocations(consumer)) == {real.node: {"VCPU": 3}}
@@ -128,7 +121,7 @@ def test_put_allocations_at_a_stale_generation_raises_what_placement_holds(real:
 def test_put_allocations_for_a_new_consumer_that_exists_is_a_conflict_naming_its_generation(
     real: Real,
 ) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     consumer = new_id()
     real.admin.put_allocations(consumer, raw_body({real.node: {"VCPU": 1}}, None))
 
@@ -159,14 +152,14 @@ def test_put_allocations_lost_answer_is_outcome_unknown_and_never_sent_again(rea
             user_id=USER,
         )
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert raised.value.sent.consumer_generation is None
     assert real.admin.get_allocations(consumer)["consumer_generation"] == 1
 
 
 # -- per-call retry ---------------------------------------------------------------
 def test_a_per_call_policy_surfaces_the_first_conflict_the_clients_recovers(real: Real) -> None:
-    client = make_cached_client(real.placement, retry=fast_retry())
+    client = real.cached_client(retry=fast_retry())
     consumer = new_id()
     claim(client, consumer, {real.node: {"VCPU": 1}})
     # Another writer: the cached generation (1) is stale now.
@@ -175,7 +168,7 @@ def test_a_per_call_policy_surfaces_the_first_conflict_the_clients_recovers(real
 
     with pytest.raises(GenerationConflict):
         claim(client, consumer, {real.node: {"VCPU": 2}}, retry=NO_RETRY)
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 409)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 409)]
 
     real.admin.put_allocations(consumer, raw_body({real.node: {"VCPU": 1}}, 2))
     client.get_allocations(consumer)
@@ -186,7 +179,7 @@ def test_a_per_call_policy_surfaces_the_first_conflict_the_clients_recovers(real
 
 # -- raw requests -----------------------------------------------------------------
 def test_raw_requests_reach_untyped_routes_with_the_clients_token_and_version(real: Real) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     name = f"CUSTOM_ADOPT_{new_id()[:8].upper()}"
 
     created = client.request("PUT", f"/resource_classes/{name}")
@@ -205,7 +198,7 @@ def test_raw_requests_reach_untyped_routes_with_the_clients_token_and_version(re
 
 
 def test_raw_request_errors_are_the_typed_errors(real: Real) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     name = real.admin.provider(real.node)["name"]
 
     with pytest.raises(ProviderNotFound):
@@ -226,7 +219,7 @@ def test_a_raw_write_whose_answer_is_lost_is_sent_once(real: Real) -> None:
         client.request("PUT", f"/resource_classes/{name}")
 
     assert raised.value.outcome_unknown
-    assert wire(real.placement) == [("PUT", f"/resource_classes/{name}", 201)]
+    assert real.wire() == [("PUT", f"/resource_classes/{name}", 201)]
 
 
 def test_a_raw_read_whose_answer_is_lost_is_read_again(real: Real) -> None:
@@ -238,4 +231,4 @@ def test_a_raw_read_whose_answer_is_lost_is_read_again(real: Real) -> None:
 
     assert answer.body["uuid"] == real.node
     path = f"/resource_providers/{real.node}"
-    assert wire(real.placement) == [("GET", path, 200), ("GET", path, 200)]
+    assert real.wire() == [("GET", path, 200), ("GET", path, 200)]

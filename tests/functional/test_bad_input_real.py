@@ -168,7 +168,7 @@ def test_a_256_character_resource_class_in_allocations_is_refused_before_any_req
     consumer = new_id()
     raw = real.admin.put_allocations(consumer, raw_body({real.node: {name: 1}}, None))
     assert raw.status_code == 400, raw.text
-    client = make_client(real.placement)
+    client = real.client()
 
     _refused_before_the_wire(
         real.placement,

@@ -16,7 +16,6 @@ from tests.functional._helpers import (
     Real,
     claim,
     held,
-    holds,
     make_cached_client,
     make_client,
     new_id,
@@ -27,13 +26,13 @@ from tests.functional._helpers import (
 
 
 def test_fresh_claim_is_one_put_and_placement_reports_generation_one(real: Real) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     consumer = new_id()
     real.placement.clear_requests_seen()
 
     state = claim(client, consumer, {real.node: {"VCPU": 2, "MEMORY_MB": 512}})
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 1
     raw = real.admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 1
@@ -46,37 +45,33 @@ def test_fresh_claim_is_one_put_and_placement_reports_generation_one(real: Real)
 
 
 def test_cached_claim_is_one_put_and_placement_reports_generation_two(real: Real) -> None:
-    client = make_cached_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 1}})
+    client, consumer = real.claimed({real.node: {"VCPU": 1}}, cached=True)
     real.placement.clear_requests_seen()
 
     state = claim(client, consumer, {real.node: {"VCPU": 3}})
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 2
-    assert holds(real.admin, consumer) == (2, {real.node: {"VCPU": 3}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}})
     assert real.admin.usages(real.node)["VCPU"] == 3
 
 
 def test_claim_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(real: Real) -> None:
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 1}})
+    client, consumer = real.claimed({real.node: {"VCPU": 1}})
     real.placement.clear_requests_seen()
 
     state = claim(client, consumer, {real.node: {"VCPU": 3}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    assert holds(real.admin, consumer) == (2, {real.node: {"VCPU": 3}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}})
     assert real.admin.usages(real.node)["VCPU"] == 3
 
 
 def test_cached_claim_reads_first_once_the_entry_is_as_old_as_the_ttl(real: Real) -> None:
     clock = FakeClock()
-    client = make_cached_client(real.placement, clock=clock)
+    client = real.cached_client(clock=clock)
     consumer = new_id()
     claim(client, consumer, {real.node: {"VCPU": 1}})
     clock.advance(CACHE_TTL)
@@ -85,29 +80,22 @@ def test_cached_claim_reads_first_once_the_entry_is_as_old_as_the_ttl(real: Real
     state = claim(client, consumer, {real.node: {"VCPU": 3}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    assert holds(real.admin, consumer) == (2, {real.node: {"VCPU": 3}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}})
 
 
-def test_cached_release_is_one_put_and_leaves_no_generation(real: Real) -> None:
-    client = make_cached_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 1}})
-    claim(client, consumer, {real.node: {"VCPU": 2}})
-    real.placement.clear_requests_seen()
-
-    client.release(consumer)
-
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
-    assert real.admin.get_allocations(consumer) == {"allocations": {}}
-    assert real.admin.usages(real.node)["VCPU"] == 0
-    cached = client.cached(consumer)
-    assert cached is not None and cached.generation is None and not cached.exists
-
-
-def test_release_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(real: Real) -> None:
-    client = make_client(real.placement)
+@pytest.mark.parametrize(
+    ("make", "read_first"),
+    [
+        pytest.param("cached_client", [], id="cached-is-one-put"),
+        pytest.param("client", [("GET", 200)], id="default-ttl-reads-then-puts"),
+    ],
+)
+def test_release_leaves_no_generation(
+    real: Real, make: str, read_first: list[tuple[str, int]]
+) -> None:
+    client: PlacementClient = getattr(real, make)()
     consumer = new_id()
     claim(client, consumer, {real.node: {"VCPU": 1}})
     claim(client, consumer, {real.node: {"VCPU": 2}})
@@ -117,7 +105,9 @@ def test_release_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(real: R
     client.release(consumer)
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [(method, path, status) for method, status in read_first] + [
+        ("PUT", path, 204)
+    ]
     assert real.admin.get_allocations(consumer) == {"allocations": {}}
     assert real.admin.usages(real.node)["VCPU"] == 0
     cached = client.cached(consumer)
@@ -125,17 +115,15 @@ def test_release_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(real: R
 
 
 def test_claim_after_release_starts_again_at_generation_one(real: Real) -> None:
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 1}})
+    client, consumer = real.claimed({real.node: {"VCPU": 1}})
     client.release(consumer)
     real.placement.clear_requests_seen()
 
     state = claim(client, consumer, {real.node: {"VCPU": 4}})
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 1
-    assert holds(real.admin, consumer) == (1, {real.node: {"VCPU": 4}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 4}})
 
 
 def test_release_of_unknown_consumer_reads_once_and_writes_nothing(
@@ -155,15 +143,13 @@ def test_release_of_unknown_consumer_reads_once_and_writes_nothing(
 
 
 def test_release_of_uncached_consumer_reads_then_writes_with_its_generation(real: Real) -> None:
-    writer = make_client(real.placement)
-    consumer = new_id()
-    claim(writer, consumer, {real.node: {"VCPU": 2}})
-    releaser = make_client(real.placement)
+    _writer, consumer = real.claimed({real.node: {"VCPU": 2}})
+    releaser = real.client()
     real.placement.clear_requests_seen()
 
     releaser.release(consumer)
 
-    assert wire(real.placement) == [
+    assert real.wire() == [
         ("GET", f"/allocations/{consumer}", 200),
         ("PUT", f"/allocations/{consumer}", 204),
     ]
@@ -224,42 +210,36 @@ def test_first_call_of_unpinned_client_negotiates_once_with_get_root(
 
 def test_add_allocations_on_cached_consumer_is_one_put_with_the_sum(real: Real) -> None:
     other = real.admin.create_provider(inventory={"VCPU": 4})
-    client = make_cached_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 2}})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}}, cached=True)
     real.placement.clear_requests_seen()
 
     state = update(client, consumer, add_allocations({real.node: {"VCPU": 1}, other: {"VCPU": 2}}))
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 2
-    assert holds(real.admin, consumer) == (2, {real.node: {"VCPU": 3}, other: {"VCPU": 2}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}, other: {"VCPU": 2}})
 
 
 def test_add_allocations_with_the_default_ttl_reads_then_puts_the_sum(real: Real) -> None:
     other = real.admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 2}})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}})
     real.placement.clear_requests_seen()
 
     state = update(client, consumer, add_allocations({real.node: {"VCPU": 1}, other: {"VCPU": 2}}))
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    assert holds(real.admin, consumer) == (2, {real.node: {"VCPU": 3}, other: {"VCPU": 2}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}, other: {"VCPU": 2}})
 
 
 def test_remove_providers_keeps_only_the_other_providers_allocations(real: Real) -> None:
     source = real.admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {source: {"VCPU": 2}, real.node: {"VCPU": 2}})
+    client, consumer = real.claimed({source: {"VCPU": 2}, real.node: {"VCPU": 2}})
 
     update(client, consumer, remove_providers([source]))
 
-    assert holds(real.admin, consumer) == (2, {real.node: {"VCPU": 2}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 2}})
     assert real.admin.usages(source)["VCPU"] == 0
 
 
@@ -279,16 +259,14 @@ def test_claiming_unchanged_allocations(
     status: int,
     generation: int,
 ) -> None:
-    writer = make_client(real.placement)
-    consumer = new_id()
-    claim(writer, consumer, {real.node: {"VCPU": 1}})
+    _writer, consumer = real.claimed({real.node: {"VCPU": 1}})
     reader = make_reader(real.placement)
     reader.get_allocations(consumer)
     real.placement.clear_requests_seen()
 
     state = claim(reader, consumer, {real.node: {"VCPU": 1}})
 
-    assert wire(real.placement) == [(method, f"/allocations/{consumer}", status)]
+    assert real.wire() == [(method, f"/allocations/{consumer}", status)]
     assert state.generation == generation
     assert state.allocations == {real.node: {"VCPU": 1}}
-    assert holds(real.admin, consumer) == (generation, {real.node: {"VCPU": 1}})
+    assert real.holds(consumer) == (generation, {real.node: {"VCPU": 1}})

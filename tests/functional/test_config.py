@@ -48,7 +48,7 @@ def claim_and_check(client: PlacementClient, real: Real) -> tuple[str, list[tupl
     """Claim a new consumer, read it back raw; return it and what the client sent."""
     consumer = new_id()
     state = claim(client, consumer, {real.node: {"VCPU": 1}})
-    sent = wire(real.placement)
+    sent = real.wire()
     assert state.generation == 1
     assert held(real.admin.get_allocations(consumer)) == {real.node: {"VCPU": 1}}
     return consumer, sent

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from reportclient.testing import EmbeddedPlacement
-from tests.functional._helpers import Real, claim, make_client, new_id, raw_body, wire
+from tests.functional._helpers import Real, make_client, new_id, raw_body, wire
 
 
 def test_force_release_deletes_what_another_writer_wrote_in_one_request(real: Real) -> None:
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 1}})
+    client, consumer = real.claimed({real.node: {"VCPU": 1}})
     # Another writer changes it; the forced release does not care.
     response = real.admin.put_allocations(
         consumer, raw_body({real.node: {"VCPU": 3}}, generation=1)
@@ -19,7 +17,7 @@ def test_force_release_deletes_what_another_writer_wrote_in_one_request(real: Re
 
     assert client.force_release(consumer) is True
 
-    assert wire(real.placement) == [("DELETE", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("DELETE", f"/allocations/{consumer}", 204)]
     raw = real.admin.get_allocations(consumer)
     assert raw == {"allocations": {}}
     assert real.admin.usages(real.node).get("VCPU", 0) == 0

@@ -34,7 +34,7 @@ import pytest
 from reportclient import GenerationConflict, PlacementClient, add_allocations, default_retry
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from reportclient.testing._app import EVIDENCE_LOG
-from tests.functional._helpers import Real, held, new_id, raw_body, wire, wsgi_send
+from tests.functional._helpers import Real, held, new_id, raw_body, wsgi_send
 
 pytestmark = pytest.mark.functional
 
@@ -106,7 +106,7 @@ def test_another_write_of_the_consumer_inside_the_write_is_contention(
         )
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [
+    assert real.wire() == [
         ("GET", path, 200),
         ("PUT", path, 204),  # the other writer, inside the client's PUT
         ("PUT", path, 409),

@@ -339,22 +339,17 @@ def test_late_read_answer_does_not_roll_back_what_a_concurrent_write_cached(real
 TTLS = pytest.mark.parametrize("cache_ttl", [0.0, 60.0], ids=["cache_ttl=0", "cache_ttl=60"])
 
 
-@TTLS
-def test_claim_of_what_a_reshape_moved_succeeds_and_caches_placements_generation(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, cache_ttl: float
-) -> None:
-    """The client claims VCPU and VGPU on a compute node, then reshapes the VGPU inventory and
-    allocation onto a child provider: the consumer moves to generation 2 by the client's own
-    reshape. Its claim of the reshaped allocations is then no change of premise, and its cache
-    shows what Placement holds."""
-    admin = placement_admin
+def reshaped_by_the_client(
+    placement: EmbeddedPlacement, cache_ttl: float
+) -> tuple[rc.PlacementClient, str, str, str]:
+    """A client claims VCPU 2 and VGPU 1 on a new root, then reshapes the VGPU inventory and
+    allocation onto a new child: returns the client, the consumer, the root and the child."""
     client = client_over(
-        real_placement.url,
+        placement.url,
         additional_headers=SERVICE,
         cache_ttl=cache_ttl,
-        clock=lambda: (
-            0.0
-        ),  # a clock that stands still: within cache_ttl, cached states stay trusted
+        # A clock that stands still: within cache_ttl, cached states stay trusted.
+        clock=lambda: 0.0,
     )
     providers = client.providers
     root = providers.create_provider(f"cn-{new_id()}").uuid
@@ -370,6 +365,20 @@ def test_claim_of_what_a_reshape_moved_succeeds_and_caches_placements_generation
         return rc.Reshape({root: root_inv, child: {"VGPU": vgpu}}, {consumer: reshaped})
 
     providers.reshape([root, child], [consumer], compute)
+    return client, consumer, root, child
+
+
+@TTLS
+def test_claim_of_what_a_reshape_moved_succeeds_and_caches_placements_generation(
+    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, cache_ttl: float
+) -> None:
+    """The client claims VCPU and VGPU on a compute node, then reshapes the VGPU inventory and
+    allocation onto a child provider: the consumer moves to generation 2 by the client's own
+    reshape. Its claim of the reshaped allocations is then no change of premise, and its cache
+    shows what Placement holds."""
+    admin = placement_admin
+    client, consumer, root, child = reshaped_by_the_client(real_placement, cache_ttl)
+    reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
     assert holdings(admin, consumer) == (2, reshaped)
 
     state = claim(client, consumer, reshaped)
@@ -391,26 +400,7 @@ def test_claim_after_its_own_reshape_replaces_the_reshaped_allocations(
     hold, and replacing them is no clobber (a cache left at the pre-reshape allocations would
     make the claim raise ConsumerChanged over the client's own write)."""
     admin = placement_admin
-    client = client_over(
-        real_placement.url,
-        additional_headers=SERVICE,
-        cache_ttl=cache_ttl,
-        clock=lambda: 0.0,
-    )
-    providers = client.providers
-    root = providers.create_provider(f"cn-{new_id()}").uuid
-    child = providers.create_provider(f"pgpu-{new_id()}", parent_provider_uuid=root).uuid
-    providers.set_inventories(root, {"VCPU": 8, "VGPU": 4})
-    consumer = new_id()
-    claim(client, consumer, {root: {"VCPU": 2, "VGPU": 1}})
-    reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
-
-    def compute(state: rc.ReshapeState) -> rc.Reshape:
-        root_inv = dict(state.inventories[root].inventories)
-        vgpu = root_inv.pop("VGPU")
-        return rc.Reshape({root: root_inv, child: {"VGPU": vgpu}}, {consumer: reshaped})
-
-    providers.reshape([root, child], [consumer], compute)
+    client, consumer, root, child = reshaped_by_the_client(real_placement, cache_ttl)
     resized: Allocs = {root: {"VCPU": 3}, child: {"VGPU": 1}}
 
     state = claim(client, consumer, resized)

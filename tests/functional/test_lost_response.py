@@ -39,7 +39,6 @@ from tests.functional._helpers import (
     claim,
     fast_retry,
     held,
-    holds,
     new_id,
     update,
     wire,
@@ -105,9 +104,9 @@ def test_lost_answer_to_a_claim_that_landed_is_success_without_writing_again(rea
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real.placement) == [("PUT", path, 204), ("GET", path, 200)]
+    assert real.wire() == [("PUT", path, 204), ("GET", path, 200)]
     assert state.generation == 1
-    assert holds(real.admin, consumer) == (1, {real.node: {"VCPU": 2}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
@@ -152,14 +151,14 @@ def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_a
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real.placement) == [
+    assert real.wire() == [
         *_reads_first(cache_ttl, path),
         ("PUT", path, 204),
         ("GET", path, 200),
     ]
     # Reads and writes without a type to set go at 1.28, which shows no type.
     assert state == ConsumerAllocations(consumer, wanted, 2, PROJECT, USER, None)
-    assert holds(real.admin, consumer) == (2, wanted)
+    assert real.holds(consumer) == (2, wanted)
     assert real.admin.usages(other)["VCPU"] == 0
 
 
@@ -179,7 +178,7 @@ def test_lost_answer_to_an_add_that_landed_is_outcome_unknown_and_never_applied_
     # the same; adding again could apply it twice, so the client stops and says what it knows.
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real.placement) == [
+    assert real.wire() == [
         *_reads_first(cache_ttl, path),
         ("PUT", path, 204),
         ("GET", path, 200),
@@ -193,7 +192,7 @@ def test_lost_answer_to_an_add_that_landed_is_outcome_unknown_and_never_applied_
     assert error.outcome_unknown is True
     assert (error.method, error.url, error.consumer_uuid) == ("PUT", path, consumer)
     # Applied exactly once.
-    assert holds(real.admin, consumer) == (2, {real.node: {"VCPU": 3}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}})
     assert real.admin.usages(real.node)["VCPU"] == 3
 
 
@@ -210,7 +209,7 @@ def test_lost_answer_to_a_release_that_landed_is_success_without_writing_again(
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real.placement) == [
+    assert real.wire() == [
         *_reads_first(cache_ttl, path),
         ("PUT", path, 204),
         ("GET", path, 200),
@@ -243,7 +242,7 @@ def test_claim_of_a_new_consumer_whose_answer_was_lost_is_never_sent_again(real:
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real.placement) == [("GET", path, 200)]
+    assert real.wire() == [("GET", path, 200)]
     assert caught.value.sent.consumer_generation is None
     assert real.admin.get_allocations(consumer) == {"allocations": {}}
 
@@ -260,9 +259,9 @@ def test_update_whose_request_never_left_is_written_once_after_reading(real: Rea
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real.placement) == [("GET", path, 200), ("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    assert holds(real.admin, consumer) == (2, {real.node: {"VCPU": 2}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 2}})
 
 
 def test_answers_lost_beyond_the_retry_policy_raise_placement_unavailable(real: Real) -> None:
@@ -279,7 +278,7 @@ def test_answers_lost_beyond_the_retry_policy_raise_placement_unavailable(real: 
     assert len(adapter.lost) == 3
     # Each attempt looked before trying again; no write ever reached Placement, but the
     # client cannot know that: the last one may still land.
-    assert wire(real.placement) == [("GET", path, 200)] * 4
+    assert real.wire() == [("GET", path, 200)] * 4
     assert isinstance(caught.value, OutcomeUnknown)
     assert (caught.value.method, caught.value.url) == ("PUT", path)
     assert held(real.admin.get_allocations(consumer)) == {real.node: {"VCPU": 1}}

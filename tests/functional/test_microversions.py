@@ -16,7 +16,6 @@ from tests.functional._helpers import (
     Real,
     claim,
     held,
-    holds,
     make_cached_client,
     make_client,
     new_id,
@@ -27,14 +26,14 @@ from tests.functional._helpers import (
 
 
 def test_client_pinned_to_1_28_claims_at_1_28_without_consumer_type(real: Real) -> None:
-    client = make_client(real.placement, microversion="1.28")
+    client = real.client(microversion="1.28")
     consumer = new_id()
     real.placement.clear_requests_seen()
 
     state = claim(client, consumer, {real.node: {"VCPU": 1}})
 
     # Placement refuses consumer_type below 1.38 with a 400, so a 204 proves none was sent.
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert [r.microversion for r in real.placement.requests_seen] == ["1.28"]
     assert state.generation == 1
     assert state.consumer_type is None
@@ -70,21 +69,21 @@ def test_client_pinned_to_1_28_recreates_a_consumer_deleted_by_another_writer(
     path = f"/allocations/{consumer}"
     expected = [(method, path, status) for method, status in tried_first]
     expected += [("GET", path, 200), ("PUT", path, 204)]
-    assert wire(real.placement) == expected
+    assert real.wire() == expected
     assert [r.microversion for r in real.placement.requests_seen] == ["1.28"] * len(expected)
     assert state.generation == 1
-    assert holds(real.admin, consumer) == (1, {real.node: {"VCPU": 2}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 2}})
 
 
 def test_client_pinned_to_1_28_releases_with_the_cached_generation(real: Real) -> None:
-    client = make_cached_client(real.placement, microversion="1.28")
+    client = real.cached_client(microversion="1.28")
     consumer = new_id()
     claim(client, consumer, {real.node: {"VCPU": 1}})
     real.placement.clear_requests_seen()
 
     client.release(consumer)
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert [r.microversion for r in real.placement.requests_seen] == ["1.28"]
     assert real.admin.get_allocations(consumer) == {"allocations": {}}
     assert real.admin.usages(real.node)["VCPU"] == 0
@@ -93,7 +92,7 @@ def test_client_pinned_to_1_28_releases_with_the_cached_generation(real: Real) -
 def test_client_pinned_to_1_28_with_the_default_ttl_releases_with_the_generation_it_reads(
     real: Real,
 ) -> None:
-    client = make_client(real.placement, microversion="1.28")
+    client = real.client(microversion="1.28")
     consumer = new_id()
     claim(client, consumer, {real.node: {"VCPU": 1}})
     real.placement.clear_requests_seen()
@@ -101,7 +100,7 @@ def test_client_pinned_to_1_28_with_the_default_ttl_releases_with_the_generation
     client.release(consumer)
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert [r.microversion for r in real.placement.requests_seen] == ["1.28"] * 2
     assert real.admin.get_allocations(consumer) == {"allocations": {}}
     assert real.admin.usages(real.node)["VCPU"] == 0
@@ -131,7 +130,7 @@ def test_pinned_client_reports_its_version_without_a_request(
 
 
 def test_client_pinned_to_1_38_writes_the_consumer_type_it_is_given(real: Real) -> None:
-    client = make_client(real.placement, microversion="1.38")
+    client = real.client(microversion="1.38")
     consumer = new_id()
     real.placement.clear_requests_seen()
 
@@ -151,22 +150,20 @@ def test_release_at_1_38_of_an_uncached_migration_consumer_reads_then_deletes_it
     real.admin.put_allocations(
         consumer, raw_body({real.node: {"VCPU": 1}}, None, consumer_type="MIGRATION")
     ).raise_for_status()
-    client = make_client(real.placement, microversion="1.38")
+    client = real.client(microversion="1.38")
     real.placement.clear_requests_seen()
 
     client.release(consumer)
 
     # The PUT needs a consumer_type at 1.38; the one Placement reported is sent back.
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert real.admin.get_allocations(consumer) == {"allocations": {}}
     assert real.admin.usages(real.node)["VCPU"] == 0
 
 
 def test_update_without_consumer_type_keeps_the_consumers_type(real: Real) -> None:
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 1}}, consumer_type="MIGRATION")
+    client, consumer = real.claimed({real.node: {"VCPU": 1}}, consumer_type="MIGRATION")
     real.placement.clear_requests_seen()
 
     update(client, consumer, add_allocations({real.node: {"VCPU": 1}}))

@@ -20,14 +20,14 @@ def _instance(admin: PlacementAdmin, rp: str, amounts: dict[str, int] = VCPU_2) 
 
 
 def test_move_to_a_new_migration_record_is_one_post_and_keeps_usage(real: Real) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     vm, migration = _instance(real.admin, real.node), new_id()
     before = real.admin.usages(real.node)["VCPU"]
     real.placement.clear_requests_seen()
 
     move = client.move_allocations(vm, migration, target_consumer_type="MIGRATION")
 
-    assert wire(real.placement) == [
+    assert real.wire() == [
         ("GET", f"/allocations/{vm}", 200),
         ("GET", f"/allocations/{migration}", 200),
         ("POST", "/allocations", 204),
@@ -50,7 +50,7 @@ def test_move_of_a_consumer_holding_nothing_is_nothing_to_move(
 
 
 def test_move_onto_a_target_holding_unexpected_allocations_writes_nothing(real: Real) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     vm = _instance(real.admin, real.node)
     target = _instance(real.admin, real.node, {"VCPU": 1})
 
@@ -77,7 +77,7 @@ def test_move_conflict_rereads_both_and_moves_what_the_source_holds_then(real: R
 
     move = client.move_allocations(vm, migration)
 
-    statuses = [(m, s) for m, _, s in wire(real.placement) if m == "POST"]
+    statuses = [(m, s) for m, _, s in real.wire() if m == "POST"]
     assert statuses == [("POST", 409), ("POST", 204)]
     assert move.moved == {real.node: {"VCPU": 3}}
     assert held(real.admin.get_allocations(migration)) == {real.node: {"VCPU": 3}}
@@ -86,7 +86,7 @@ def test_move_conflict_rereads_both_and_moves_what_the_source_holds_then(real: R
 
 def test_migration_moves_the_source_and_claims_the_destination_in_one_request(real: Real) -> None:
     dest = real.admin.create_provider(inventory={"VCPU": {"total": 8}})
-    client = make_client(real.placement)
+    client = real.client()
     vm, migration = _instance(real.admin, real.node), new_id()
 
     client.move_allocations(vm, migration, source_allocations={dest: VCPU_2})
@@ -97,7 +97,7 @@ def test_migration_moves_the_source_and_claims_the_destination_in_one_request(re
 
 def test_write_many_is_all_or_nothing_when_one_provider_lacks_room(real: Real) -> None:
     small = real.admin.create_provider(inventory={"VCPU": {"total": 1}})
-    client = make_client(real.placement)
+    client = real.client()
     a, b = new_id(), new_id()
 
     with pytest.raises(reportclient.CapacityExceeded):
@@ -112,7 +112,7 @@ def test_write_many_is_all_or_nothing_when_one_provider_lacks_room(real: Real) -
 
 
 def test_write_many_updates_and_claims_together(real: Real) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     vm, other = _instance(real.admin, real.node), new_id()
 
     states = client.write_many(

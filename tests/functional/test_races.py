@@ -27,8 +27,6 @@ from tests.functional._helpers import (
     claim,
     fast_retry,
     held,
-    holds,
-    make_cached_client,
     make_client,
     new_id,
     raw_body,
@@ -56,9 +54,7 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
     real: Real,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    client = make_cached_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 1}})
+    client, consumer = real.claimed({real.node: {"VCPU": 1}}, cached=True)
     assert client.cached(consumer).generation == 1  # type: ignore[union-attr]
     _delete_consumer_behind_the_clients_back(real.admin, consumer, 1)
     real.placement.clear_requests_seen()
@@ -67,7 +63,7 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
         state = claim(client, consumer, {real.node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
     # The 409 the client retried is Placement's consumer conflict for a deleted consumer. A stale
     # cache is no contention: the retry is logged at DEBUG and nothing at WARNING or above.
     mine = [r for r in caplog.records if r.name.startswith("reportclient")]
@@ -78,7 +74,7 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
     assert "consumer generation conflict - expected null but got 1" in retries[0].getMessage()
     assert [r for r in mine if r.levelno >= logging.WARNING] == []
     assert state.generation == 1
-    assert holds(real.admin, consumer) == (1, {real.node: {"VCPU": 2}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
@@ -87,7 +83,7 @@ def test_claim_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it_in
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # No retry at all: reading first, the client never sends the stale generation.
-    client = make_client(real.placement, retry=NO_RETRY)
+    client = real.client(retry=NO_RETRY)
     consumer = new_id()
     claim(client, consumer, {real.node: {"VCPU": 1}})
     assert client.cached(consumer).generation == 1  # type: ignore[union-attr]
@@ -99,15 +95,15 @@ def test_claim_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it_in
 
     path = f"/allocations/{consumer}"
     # GET shows the consumer missing; the PUT creates it anew (consumer_generation null).
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert [r.getMessage() for r in caplog.records if r.name.startswith("reportclient")] == []
     assert state.generation == 1
-    assert holds(real.admin, consumer) == (1, {real.node: {"VCPU": 2}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
 def test_stale_claim_after_delete_is_refused_with_expected_null_but_got_1(real: Real) -> None:
-    client = make_cached_client(real.placement, retry=NO_RETRY)
+    client = real.cached_client(retry=NO_RETRY)
     consumer = new_id()
     claim(client, consumer, {real.node: {"VCPU": 1}})
     _delete_consumer_behind_the_clients_back(real.admin, consumer, 1)
@@ -141,13 +137,13 @@ def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consu
     emptied = real.admin.put_allocations(consumer, raw_body({}, None, consumer_type="MIGRATION"))
     assert emptied.status_code == 204, emptied.text
     assert real.admin.get_allocations(consumer) == {"allocations": {}}
-    client = make_client(real.placement)
+    client = real.client()
     real.placement.clear_requests_seen()
 
     state = claim(client, consumer, {real.node: {"VCPU": 1}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 1
     raw = real.admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 1
@@ -159,7 +155,7 @@ def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consu
 def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_failed(
     real: Real,
 ) -> None:
-    client = make_client(real.placement)
+    client = real.client()
     consumer = new_id()
     with pytest.raises(PlacementError) as caught:
         claim(client, consumer, {new_id(): {"VCPU": 1}})
@@ -169,7 +165,7 @@ def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_faile
     state = claim(client, consumer, {real.node: {"VCPU": 1}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 1
     raw = real.admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 1
@@ -180,7 +176,7 @@ def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_faile
 
 def test_claim_elsewhere_after_capacity_exceeded_is_one_put(real: Real) -> None:
     full = real.admin.create_provider(inventory={"VCPU": 1})
-    client = make_client(real.placement)
+    client = real.client()
     consumer = new_id()
     with pytest.raises(CapacityExceeded):
         claim(client, consumer, {full: {"VCPU": 2}})
@@ -188,7 +184,7 @@ def test_claim_elsewhere_after_capacity_exceeded_is_one_put(real: Real) -> None:
 
     state = claim(client, consumer, {real.node: {"VCPU": 2}})
 
-    assert wire(real.placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 1
     assert real.admin.get_allocations(consumer)["consumer_generation"] == 1
 
@@ -206,9 +202,7 @@ def _change_consumer_behind_the_clients_back(
 
 def test_update_sees_allocations_written_by_another_writer(real: Real) -> None:
     extra = real.admin.create_provider(inventory={"VCPU": 4})
-    client = make_cached_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 2}})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}}, cached=True)
     theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
     _change_consumer_behind_the_clients_back(real.admin, consumer, theirs)
     seen: list[ConsumerAllocations] = []
@@ -225,17 +219,15 @@ def test_update_sees_allocations_written_by_another_writer(real: Real) -> None:
         (2, theirs),
     ]
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    assert holds(real.admin, consumer) == (3, {real.node: {"VCPU": 5}, extra: {"VCPU": 1}})
+    assert real.wire() == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
+    assert real.holds(consumer) == (3, {real.node: {"VCPU": 5}, extra: {"VCPU": 1}})
 
 
 def test_update_with_the_default_ttl_reads_first_and_sees_only_the_other_writers_allocations(
     real: Real,
 ) -> None:
     extra = real.admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 2}})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}})
     theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
     _change_consumer_behind_the_clients_back(real.admin, consumer, theirs)
     seen: list[ConsumerAllocations] = []
@@ -250,15 +242,13 @@ def test_update_with_the_default_ttl_reads_first_and_sees_only_the_other_writers
     # mutate never sees the stale cached state, only what the GET returned.
     assert [(s.generation, s.allocations) for s in seen] == [(2, theirs)]
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
-    assert holds(real.admin, consumer) == (3, {real.node: {"VCPU": 5}, extra: {"VCPU": 1}})
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.holds(consumer) == (3, {real.node: {"VCPU": 5}, extra: {"VCPU": 1}})
 
 
 def test_add_allocations_adds_to_what_another_writer_wrote(real: Real) -> None:
     extra = real.admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 2}})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}})
     theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
     _change_consumer_behind_the_clients_back(real.admin, consumer, theirs)
 
@@ -267,13 +257,13 @@ def test_add_allocations_adds_to_what_another_writer_wrote(real: Real) -> None:
     expected = {real.node: {"VCPU": 4}, extra: {"VCPU": 1}}
     assert state.allocations == expected
     assert state.generation == 3
-    assert holds(real.admin, consumer) == (3, expected)
+    assert real.holds(consumer) == (3, expected)
     assert real.admin.usages(extra)["VCPU"] == 1
 
 
 def test_claim_refuses_to_replace_what_another_writer_wrote(real: Real) -> None:
     extra = real.admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real.placement)
+    client = real.client()
     consumer = new_id()
     ours = claim(client, consumer, {real.node: {"VCPU": 2}})
     theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
@@ -283,20 +273,18 @@ def test_claim_refuses_to_replace_what_another_writer_wrote(real: Real) -> None:
     with pytest.raises(ConsumerChanged) as caught:
         claim(client, consumer, {real.node: {"VCPU": 6}})
 
-    assert wire(real.placement) == [("GET", f"/allocations/{consumer}", 200)]
+    assert real.wire() == [("GET", f"/allocations/{consumer}", 200)]
     assert caught.value.known == ours
     # Read at 1.28 (no type asked for, none needed): the state shows no type.
     assert caught.value.state == ConsumerAllocations(consumer, theirs, 2, PROJECT, USER, None)
     assert caught.value.consumer_uuid == consumer
-    assert holds(real.admin, consumer) == (2, theirs)
+    assert real.holds(consumer) == (2, theirs)
     assert real.admin.usages(extra)["VCPU"] == 1
 
 
 def test_claim_with_overwrite_replaces_what_another_writer_wrote(real: Real) -> None:
     extra = real.admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real.placement)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 2}})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}})
     _change_consumer_behind_the_clients_back(
         real.admin, consumer, {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
     )
@@ -305,9 +293,9 @@ def test_claim_with_overwrite_replaces_what_another_writer_wrote(real: Real) -> 
     state = claim(client, consumer, {real.node: {"VCPU": 6}}, overwrite=True)
 
     path = f"/allocations/{consumer}"
-    assert wire(real.placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 3
-    assert holds(real.admin, consumer) == (3, {real.node: {"VCPU": 6}})
+    assert real.holds(consumer) == (3, {real.node: {"VCPU": 6}})
     assert real.admin.usages(extra)["VCPU"] == 0
 
 

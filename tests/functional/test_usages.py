@@ -31,7 +31,7 @@ def test_project_usages_by_user_and_consumer_type(real: Real) -> None:
         body = raw_body({real.node: amounts}, None, project_id=project, user_id=user)
         body["consumer_type"] = ctype
         assert real.admin.put_allocations(new_id(), body).status_code == 204
-    client = make_client(real.placement)
+    client = real.client()
 
     everyone = client.get_usages(project)
     mine = client.get_usages(project, user_id=USER)
@@ -51,7 +51,7 @@ def test_project_usages_below_1_38_are_one_total(real: Real) -> None:
     project = f"project-{new_id()}"
     body = raw_body({real.node: {"VCPU": 2}}, None, project_id=project)
     assert real.admin.put_allocations(new_id(), body).status_code == 204
-    client = make_client(real.placement, microversion="1.37")
+    client = real.client(microversion="1.37")
 
     usages = client.get_usages(project)
 
