@@ -29,15 +29,23 @@ import pytest
 
 import reportclient as rc
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, Real, claim, held, new_id, raw_body, update
+from tests.functional._helpers import (
+    PROJECT,
+    USER,
+    Real,
+    claim,
+    held,
+    new_id,
+    raw_body,
+    update,
+)
 from tests.functional._lost_answers import WAIT, CommitThenAct, LateAnswer, client_over
+from tests.functional._reshape import SERVICE, vgpu_consumer_before_reshape
 from tests.support.faultproxy import FaultProxy, Match, hold
 
 pytestmark = pytest.mark.functional
 
 Allocs = dict[str, dict[str, int]]
-#: Placement's reshaper policy is role:service (not admin), as nova's service token has.
-SERVICE = {"X-Roles": "admin,service"}
 
 
 # -- another writer and the read-back (raw HTTP, never the client under test) ----------------
@@ -351,12 +359,8 @@ def reshaped_by_the_client(
         # A clock that stands still: within cache_ttl, cached states stay trusted.
         clock=lambda: 0.0,
     )
+    root, child, consumer = vgpu_consumer_before_reshape(client)
     providers = client.providers
-    root = providers.create_provider(f"cn-{new_id()}").uuid
-    child = providers.create_provider(f"pgpu-{new_id()}", parent_provider_uuid=root).uuid
-    providers.set_inventories(root, {"VCPU": 8, "VGPU": 4})
-    consumer = new_id()
-    claim(client, consumer, {root: {"VCPU": 2, "VGPU": 1}})
     reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
 
     def compute(state: rc.ReshapeState) -> rc.Reshape:

@@ -161,17 +161,7 @@ def wait_for_waiting_writes(cluster: PlacementCluster, count: int, running: Futu
 # -- fixtures and helpers --------------------------------------------------------------------
 
 
-@pytest.fixture(params=DATABASES)
-def cluster(request: pytest.FixtureRequest) -> PlacementCluster:
-    """The session's 4-worker gunicorn cluster on each database."""
-    found: PlacementCluster = request.getfixturevalue(f"placement_cluster_{request.param}")
-    return found
-
-
-@pytest.fixture
-def admin(cluster: PlacementCluster) -> Iterator[PlacementAdmin]:
-    with PlacementAdmin(cluster.url, cluster.token) as other:
-        yield other
+# ``cluster`` and its ``admin``: tests/functional/conftest.py.
 
 
 @pytest.fixture
