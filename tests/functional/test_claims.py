@@ -56,8 +56,19 @@ def test_cached_claim_is_one_put_and_placement_reports_generation_two(real: Real
     assert real.admin.usages(real.node)["VCPU"] == 3
 
 
-def test_claim_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(real: Real) -> None:
-    client, consumer = real.claimed({real.node: {"VCPU": 1}})
+@pytest.mark.parametrize(
+    "cached",
+    [
+        pytest.param(False, id="default-ttl"),
+        pytest.param(True, id="cached-once-the-entry-is-as-old-as-the-ttl"),
+    ],
+)
+def test_claim_of_a_seen_consumer_reads_then_puts(real: Real, cached: bool) -> None:
+    clock = FakeClock()
+    client = real.cached_client(clock=clock) if cached else real.client()
+    consumer = new_id()
+    claim(client, consumer, {real.node: {"VCPU": 1}})
+    clock.advance(CACHE_TTL)  # the cached client's entry is now as old as its TTL
     real.placement.clear_requests_seen()
 
     state = claim(client, consumer, {real.node: {"VCPU": 3}})
@@ -67,22 +78,6 @@ def test_claim_of_a_seen_consumer_reads_then_puts_with_the_default_ttl(real: Rea
     assert state.generation == 2
     assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}})
     assert real.admin.usages(real.node)["VCPU"] == 3
-
-
-def test_cached_claim_reads_first_once_the_entry_is_as_old_as_the_ttl(real: Real) -> None:
-    clock = FakeClock()
-    client = real.cached_client(clock=clock)
-    consumer = new_id()
-    claim(client, consumer, {real.node: {"VCPU": 1}})
-    clock.advance(CACHE_TTL)
-    real.placement.clear_requests_seen()
-
-    state = claim(client, consumer, {real.node: {"VCPU": 3}})
-
-    path = f"/allocations/{consumer}"
-    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
-    assert state.generation == 2
-    assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}})
 
 
 @pytest.mark.parametrize(
