@@ -130,16 +130,10 @@ def test_stale_claim_after_delete_is_refused_with_expected_null_but_got_1(real: 
 # failed write against a provider that does not exist, yet GET shows that consumer as missing.
 
 
-def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consumer(
-    real: Real,
-) -> None:
-    consumer = new_id()
-    emptied = real.admin.put_allocations(consumer, raw_body({}, None, consumer_type="MIGRATION"))
-    assert emptied.status_code == 204, emptied.text
-    assert real.admin.get_allocations(consumer) == {"allocations": {}}
-    client = real.client()
-    real.placement.clear_requests_seen()
-
+def assert_refused_reread_then_created(real: Real, client: PlacementClient, consumer: str) -> None:
+    """A claim of VCPU 1 on ``consumer``, which Placement shows as missing: sent as new and
+    refused (409), re-read, sent again; the consumer then exists at generation 1 holding the
+    claim, with the type any new consumer gets."""
     state = claim(client, consumer, {real.node: {"VCPU": 1}})
 
     path = f"/allocations/{consumer}"
@@ -150,6 +144,19 @@ def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consu
     assert held(raw) == {real.node: {"VCPU": 1}}
     # The claim that makes it appear sets a type, as for any new consumer.
     assert raw["consumer_type"] == "INSTANCE"
+
+
+def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consumer(
+    real: Real,
+) -> None:
+    consumer = new_id()
+    emptied = real.admin.put_allocations(consumer, raw_body({}, None, consumer_type="MIGRATION"))
+    assert emptied.status_code == 204, emptied.text
+    assert real.admin.get_allocations(consumer) == {"allocations": {}}
+    client = real.client()
+    real.placement.clear_requests_seen()
+
+    assert_refused_reread_then_created(real, client, consumer)
 
 
 def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_failed(
@@ -162,16 +169,7 @@ def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_faile
     assert caught.value.status == 400
     real.placement.clear_requests_seen()
 
-    state = claim(client, consumer, {real.node: {"VCPU": 1}})
-
-    path = f"/allocations/{consumer}"
-    assert real.wire() == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    assert state.generation == 1
-    raw = real.admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {real.node: {"VCPU": 1}}
-    # The claim that makes it appear sets a type, as for any new consumer.
-    assert raw["consumer_type"] == "INSTANCE"
+    assert_refused_reread_then_created(real, client, consumer)
 
 
 def test_claim_elsewhere_after_capacity_exceeded_is_one_put(real: Real) -> None:
@@ -200,9 +198,17 @@ def _change_consumer_behind_the_clients_back(
     assert admin.get_allocations(consumer)["consumer_generation"] == 2
 
 
-def test_update_sees_allocations_written_by_another_writer(real: Real) -> None:
+@pytest.mark.parametrize(
+    "cached",
+    [
+        pytest.param(True, id="cached-is-refused-then-sees-the-other-writers-allocations"),
+        pytest.param(False, id="default-ttl-reads-first-and-sees-only-the-other-writers"),
+    ],
+)
+def test_update_sees_allocations_written_by_another_writer(real: Real, cached: bool) -> None:
     extra = real.admin.create_provider(inventory={"VCPU": 4})
-    client, consumer = real.claimed({real.node: {"VCPU": 2}}, cached=True)
+    mine = {real.node: {"VCPU": 2}}
+    client, consumer = real.claimed(mine, cached=cached)
     theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
     _change_consumer_behind_the_clients_back(real.admin, consumer, theirs)
     seen: list[ConsumerAllocations] = []
@@ -214,35 +220,13 @@ def test_update_sees_allocations_written_by_another_writer(real: Real) -> None:
     real.placement.clear_requests_seen()
     update(client, consumer, mutate)
 
-    assert [(s.generation, s.allocations) for s in seen] == [
-        (1, {real.node: {"VCPU": 2}}),
-        (2, theirs),
-    ]
     path = f"/allocations/{consumer}"
-    assert real.wire() == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    assert real.holds(consumer) == (3, {real.node: {"VCPU": 5}, extra: {"VCPU": 1}})
-
-
-def test_update_with_the_default_ttl_reads_first_and_sees_only_the_other_writers_allocations(
-    real: Real,
-) -> None:
-    extra = real.admin.create_provider(inventory={"VCPU": 4})
-    client, consumer = real.claimed({real.node: {"VCPU": 2}})
-    theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
-    _change_consumer_behind_the_clients_back(real.admin, consumer, theirs)
-    seen: list[ConsumerAllocations] = []
-
-    def mutate(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
-        seen.append(current)
-        return {rp: dict(res) for rp, res in current.allocations.items()} | {real.node: {"VCPU": 5}}
-
-    real.placement.clear_requests_seen()
-    update(client, consumer, mutate)
-
-    # mutate never sees the stale cached state, only what the GET returned.
-    assert [(s.generation, s.allocations) for s in seen] == [(2, theirs)]
-    path = f"/allocations/{consumer}"
-    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
+    # The cached client's write from its stale state is refused; the default TTL reads first,
+    # so its mutate never sees the stale state, only what the GET returned.
+    stale = [(1, mine)] if cached else []
+    refused = [("PUT", path, 409)] if cached else []
+    assert [(s.generation, s.allocations) for s in seen] == [*stale, (2, theirs)]
+    assert real.wire() == [*refused, ("GET", path, 200), ("PUT", path, 204)]
     assert real.holds(consumer) == (3, {real.node: {"VCPU": 5}, extra: {"VCPU": 1}})
 
 
@@ -339,6 +323,17 @@ def _claimed_consumer(real_placement: EmbeddedPlacement, admin: PlacementAdmin) 
     return rp, consumer
 
 
+def assert_every_add_landed_once(
+    admin: PlacementAdmin, rp: str, consumer: str, outcomes: list[tuple[str, ConsumerAllocations]]
+) -> None:
+    """THREADS adds of VCPU 1 each landed once, one generation apiece, none lost."""
+    raw = admin.get_allocations(consumer)
+    assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
+    assert raw["consumer_generation"] == 1 + THREADS
+    assert admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
+    assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
+
+
 def _add_one_vcpu(
     client: PlacementClient, consumer: str, rp: str, all_read: threading.Barrier
 ) -> ConsumerAllocations:
@@ -391,11 +386,7 @@ def test_concurrent_adds_through_one_shared_client_take_turns(
     assert sorted(wire(real_placement)) == sorted(
         [("GET", path, 200)] * THREADS + [("PUT", path, 204)] * THREADS
     )
-    raw = placement_admin.get_allocations(consumer)
-    assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
-    assert raw["consumer_generation"] == 1 + THREADS
-    assert placement_admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
-    assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
+    assert_every_add_landed_once(placement_admin, rp, consumer, outcomes)
 
 
 def test_concurrent_adds_through_separate_clients_lose_no_update(
@@ -408,11 +399,7 @@ def test_concurrent_adds_through_separate_clients_lose_no_update(
     outcomes = run_together([lambda c=c: _add_one_vcpu(c, consumer, rp, all_read) for c in clients])
 
     assert [kind for kind, _ in outcomes] == ["ok"] * THREADS, outcomes
-    raw = placement_admin.get_allocations(consumer)
-    assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
-    assert raw["consumer_generation"] == 1 + THREADS
-    assert placement_admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
-    assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
+    assert_every_add_landed_once(placement_admin, rp, consumer, outcomes)
 
 
 def test_concurrent_adds_that_outlast_the_retry_policy_raise_generation_conflict(
