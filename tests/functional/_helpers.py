@@ -181,7 +181,8 @@ def run_together(
 
 
 def holds(admin: Any, consumer: str) -> tuple[int | None, dict[str, dict[str, int]]]:
-    """(generation, allocations) Placement holds for ``consumer``, read around the client."""
+    """(generation, allocations) Placement holds for ``consumer``, read around the client;
+    (None, {}) when it holds none."""
     raw = admin.get_allocations(consumer)
     return raw.get("consumer_generation"), held(raw)
 

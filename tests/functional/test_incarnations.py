@@ -22,7 +22,7 @@ Every outcome is the typed error the client raised and what Placement holds, rea
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,12 +34,12 @@ from tests.functional._helpers import (
     USER,
     Real,
     claim,
-    held,
+    holds,
     new_id,
-    raw_body,
     update,
 )
 from tests.functional._lost_answers import WAIT, CommitThenAct, LateAnswer, client_over
+from tests.functional._outcome_helpers import other_writer_puts
 from tests.functional._reshape import SERVICE, vgpu_consumer_before_reshape
 from tests.support.faultproxy import FaultProxy, Match, hold
 
@@ -51,20 +51,6 @@ Allocs = dict[str, dict[str, int]]
 # -- another writer and the read-back (raw HTTP, never the client under test) ----------------
 
 
-def holdings(admin: PlacementAdmin, consumer: str) -> tuple[int | None, Allocs]:
-    """(generation, allocations) Placement holds for ``consumer``; (None, {}) when missing."""
-    raw = admin.get_allocations(consumer)
-    return raw.get("consumer_generation"), held(raw)
-
-
-def put(
-    admin: PlacementAdmin, consumer: str, allocations: Mapping[str, Mapping[str, int]], gen: Any
-) -> None:
-    """Another writer writes ``allocations`` (``{}`` deletes; ``gen`` None creates)."""
-    response = admin.put_allocations(consumer, raw_body(allocations, gen))
-    assert response.status_code == 204, response.text
-
-
 def delete(admin: PlacementAdmin, consumer: str) -> None:
     """Another writer deletes the consumer (``DELETE /allocations``, as nova's force release)."""
     response = admin.delete_allocations(consumer)
@@ -74,7 +60,7 @@ def delete(admin: PlacementAdmin, consumer: str) -> None:
 def consumer_at(admin: PlacementAdmin, allocations: Allocs) -> str:
     """A consumer another writer created holding ``allocations`` (generation 1)."""
     consumer = new_id()
-    put(admin, consumer, allocations, None)
+    other_writer_puts(admin, consumer, allocations, None)
     return consumer
 
 
@@ -135,7 +121,7 @@ def test_lost_add_then_consumer_deleted_and_reclaimed_is_outcome_unknown_and_not
 
     def delete_and_reclaim() -> None:
         delete(admin, consumer)
-        put(admin, consumer, reclaim, None)
+        other_writer_puts(admin, consumer, reclaim, None)
 
     adapter = CommitThenAct("PUT", f"/allocations/{consumer}", delete_and_reclaim)
     client = client_over(real.placement.url, adapter)
@@ -144,7 +130,7 @@ def test_lost_add_then_consumer_deleted_and_reclaimed_is_outcome_unknown_and_not
         update(client, consumer, rc.add_allocations({real.node: {"VCPU": 1}}))
 
     assert adapter.lost == [("PUT", f"/allocations/{consumer}", 204)]
-    assert holdings(admin, consumer) == (1, reclaim)
+    assert holds(admin, consumer) == (1, reclaim)
     assert admin.usages(real.node)["VCPU"] == 3
 
 
@@ -159,7 +145,9 @@ def test_lost_release_then_consumer_claimed_anew_is_outcome_unknown_and_keeps_th
     consumer = consumer_at(admin, {real.node: {"VCPU": 2}})
     unshelve = {real.node: {"VCPU": 4}}
     adapter = CommitThenAct(
-        "PUT", f"/allocations/{consumer}", lambda: put(admin, consumer, unshelve, None)
+        "PUT",
+        f"/allocations/{consumer}",
+        lambda: other_writer_puts(admin, consumer, unshelve, None),
     )
     client = client_over(real.placement.url, adapter)
 
@@ -167,7 +155,7 @@ def test_lost_release_then_consumer_claimed_anew_is_outcome_unknown_and_keeps_th
         client.release(consumer)
 
     assert adapter.lost == [("PUT", f"/allocations/{consumer}", 204)]
-    assert holdings(admin, consumer) == (1, unshelve)
+    assert holds(admin, consumer) == (1, unshelve)
     assert admin.usages(real.node)["VCPU"] == 4
 
 
@@ -195,8 +183,8 @@ def test_lost_write_many_then_new_consumer_deleted_is_outcome_unknown_and_adds_o
         )
 
     assert adapter.lost == [("POST", "/allocations", 204)]
-    assert holdings(admin, x) == (2, {real.node: {"VCPU": 3}})
-    assert holdings(admin, y) == (None, {})
+    assert holds(admin, x) == (2, {real.node: {"VCPU": 3}})
+    assert holds(admin, y) == (None, {})
     assert admin.usages(real.node)["VCPU"] == 3
 
 
@@ -218,8 +206,8 @@ def test_lost_move_then_target_deleted_is_outcome_unknown_not_nothing_to_move(re
     assert not isinstance(caught.value, rc.NothingToMove), caught.value
     assert isinstance(caught.value, rc.OutcomeUnknown), caught.value
     assert adapter.lost == [("POST", "/allocations", 204)]
-    assert holdings(admin, source) == (None, {})
-    assert holdings(admin, target) == (None, {})
+    assert holds(admin, source) == (None, {})
+    assert holds(admin, target) == (None, {})
     assert admin.usages(real.node)["VCPU"] == 0
 
 
@@ -240,8 +228,8 @@ def test_move_expecting_a_target_released_meanwhile_is_consumer_changed_and_writ
     with pytest.raises(rc.ConsumerChanged):
         client.move_allocations(source, target, expect_target=expected)
 
-    assert holdings(admin, target) == (None, {})
-    assert holdings(admin, source) == (1, {real.node: {"VCPU": 2}})
+    assert holds(admin, target) == (None, {})
+    assert holds(admin, source) == (1, {real.node: {"VCPU": 2}})
     assert admin.usages(other)["VCPU"] == 0
 
 
@@ -283,7 +271,7 @@ def test_slow_write_landing_after_the_reread_then_mutate_failing_is_outcome_unkn
     assert slow.forwarded.wait(WAIT), "the held PUT was never forwarded"
     assert slow.upstream_status == 204
     assert len(calls) == 2
-    assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 2}})
+    assert holds(admin, consumer) == (2, {compute_node: {"VCPU": 2}})
 
 
 # -- (8) a late read racing a write on the same client ------------------------------------------
@@ -338,7 +326,7 @@ def test_late_read_answer_does_not_roll_back_what_a_concurrent_write_cached(real
     assert dict(cached.allocations) == written
     claimed = claim(client, consumer, written)
     assert claimed.generation == 2
-    assert holdings(admin, consumer) == (2, written)
+    assert holds(admin, consumer) == (2, written)
 
 
 # -- (9) reshape and the client's cache ---------------------------------------------------------
@@ -383,11 +371,11 @@ def test_claim_of_what_a_reshape_moved_succeeds_and_caches_placements_generation
     admin = placement_admin
     client, consumer, root, child = reshaped_by_the_client(real_placement, cache_ttl)
     reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
-    assert holdings(admin, consumer) == (2, reshaped)
+    assert holds(admin, consumer) == (2, reshaped)
 
     state = claim(client, consumer, reshaped)
 
-    generation, allocations = holdings(admin, consumer)
+    generation, allocations = holds(admin, consumer)
     assert allocations == reshaped
     assert state.generation == generation
     cached = client.cached(consumer)
@@ -409,7 +397,7 @@ def test_claim_after_its_own_reshape_replaces_the_reshaped_allocations(
 
     state = claim(client, consumer, resized)
 
-    assert holdings(admin, consumer) == (3, resized)
+    assert holds(admin, consumer) == (3, resized)
     assert (state.generation, dict(state.allocations)) == (3, resized)
 
 
@@ -458,4 +446,4 @@ def test_reshape_compute_returning_nonsense_is_invalid_input_and_writes_nothing(
         client.providers.reshape([rp], [consumer], lambda _state: returned)
 
     assert admin.provider(rp)["generation"] == before
-    assert holdings(admin, consumer) == (1, {rp: {"VCPU": 1}})
+    assert holds(admin, consumer) == (1, {rp: {"VCPU": 1}})
