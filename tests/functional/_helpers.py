@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import uuid
@@ -12,7 +13,7 @@ import tenacity
 
 from reportclient import PlacementClient, default_retry
 from reportclient.fixture import FakeClock
-from reportclient.testing import EmbeddedPlacement
+from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 
 PROJECT = "project-functional"
 USER = "user-functional"
@@ -22,6 +23,45 @@ LATEST = "1.39"
 JOIN_TIMEOUT = 60.0
 #: ``cache_ttl`` of the clients that trust their cache (``make_cached_client``).
 CACHE_TTL = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Real:
+    """Most tests' three fixtures as one (the ``real`` fixture of tests/functional/conftest.py).
+
+    ``placement`` is the session's real Placement, ``admin`` a raw admin helper on it and
+    ``node`` a fresh compute node (VCPU 8, MEMORY_MB 4096, DISK_GB 100).
+    """
+
+    placement: EmbeddedPlacement
+    admin: PlacementAdmin
+    node: str
+
+    def client(self, **kwargs: Any) -> PlacementClient:
+        """``make_client`` on this Placement."""
+        return make_client(self.placement, **kwargs)
+
+    def cached_client(self, **kwargs: Any) -> PlacementClient:
+        """``make_cached_client`` on this Placement."""
+        return make_cached_client(self.placement, **kwargs)
+
+    def claimed(
+        self, allocs: Any, *, cached: bool = False, **kwargs: Any
+    ) -> tuple[PlacementClient, str]:
+        """A new client (``cached``: one trusting its cache) and a new consumer it claimed
+        ``allocs`` for (``claim``, with ``kwargs``)."""
+        client = self.cached_client() if cached else self.client()
+        consumer = new_id()
+        claim(client, consumer, allocs, **kwargs)
+        return client, consumer
+
+    def wire(self) -> list[tuple[str, str, int]]:
+        """``wire``: every request this Placement saw since the last clear."""
+        return wire(self.placement)
+
+    def holds(self, consumer: str) -> tuple[int | None, dict[str, dict[str, int]]]:
+        """``holds``: what this Placement holds for ``consumer``, read by the admin."""
+        return holds(self.admin, consumer)
 
 
 def new_id() -> str:
@@ -141,7 +181,8 @@ def run_together(
 
 
 def holds(admin: Any, consumer: str) -> tuple[int | None, dict[str, dict[str, int]]]:
-    """(generation, allocations) Placement holds for ``consumer``, read around the client."""
+    """(generation, allocations) Placement holds for ``consumer``, read around the client;
+    (None, {}) when it holds none."""
     raw = admin.get_allocations(consumer)
     return raw.get("consumer_generation"), held(raw)
 

@@ -15,7 +15,7 @@ import tenacity
 from reportclient import PlacementClient, PlacementError, default_retry
 from reportclient.fixture import FakeClock  # noqa: F401 - re-exported for the tests
 from reportclient.testing import PlacementAdmin
-from tests.functional._helpers import LATEST, held, raw_body
+from tests.functional._helpers import LATEST, holds, raw_body
 
 Allocs = dict[str, dict[str, int]]
 
@@ -33,12 +33,6 @@ def client_for(url: str, **kwargs: Any) -> PlacementClient:
     return PlacementClient.from_endpoint(url, token="admin", microversion=LATEST, **kwargs)
 
 
-def holdings(admin: PlacementAdmin, consumer: str) -> tuple[int | None, Allocs]:
-    """(generation, allocations) Placement holds for ``consumer``; (None, {}) when missing."""
-    raw = admin.get_allocations(consumer)
-    return raw.get("consumer_generation"), held(raw)
-
-
 def other_writer_puts(
     admin: PlacementAdmin,
     consumer: str,
@@ -54,12 +48,12 @@ def other_writer_deletes(admin: PlacementAdmin, consumer: str) -> None:
     """Another writer deletes the consumer (``DELETE /allocations``, as nova does)."""
     response = admin.delete_allocations(consumer)
     assert response.status_code == 204, response.text
-    assert holdings(admin, consumer) == (None, {})
+    assert holds(admin, consumer) == (None, {})
 
 
 def vcpu(admin: PlacementAdmin, consumer: str, provider: str) -> int:
     """VCPU the consumer holds on ``provider`` as Placement reports it (0 when none)."""
-    return holdings(admin, consumer)[1].get(provider, {}).get("VCPU", 0)
+    return holds(admin, consumer)[1].get(provider, {}).get("VCPU", 0)
 
 
 @dataclass

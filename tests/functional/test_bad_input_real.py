@@ -16,7 +16,7 @@ import pytest
 import reportclient
 from reportclient import Inventory, ProviderSpec, Reshape, ReshapeState
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, make_client, new_id, raw_body, wire
+from tests.functional._helpers import PROJECT, USER, Real, make_client, new_id, raw_body, wire
 from tests.support.input_tables import INVENTORY_RECORDS, inventory_id
 
 pytestmark = pytest.mark.functional
@@ -162,18 +162,18 @@ def test_reconcile_with_one_bad_provider_writes_nothing(
 
 
 def test_a_256_character_resource_class_in_allocations_is_refused_before_any_request(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real: Real,
 ) -> None:
     name = "CUSTOM_" + "X" * 249
     consumer = new_id()
-    raw = placement_admin.put_allocations(consumer, raw_body({compute_node: {name: 1}}, None))
+    raw = real.admin.put_allocations(consumer, raw_body({real.node: {name: 1}}, None))
     assert raw.status_code == 400, raw.text
-    client = make_client(real_placement)
+    client = real.client()
 
     _refused_before_the_wire(
-        real_placement,
+        real.placement,
         "resource class.*255",
-        lambda: client.claim(consumer, {compute_node: {name: 1}}, project_id=PROJECT, user_id=USER),
+        lambda: client.claim(consumer, {real.node: {name: 1}}, project_id=PROJECT, user_id=USER),
     )
 
 

@@ -31,7 +31,7 @@ from tests.functional._helpers import (
     LATEST,
     claim,
     fast_retry,
-    held,
+    holds,
     new_id,
     raw_body,
     update,
@@ -88,12 +88,6 @@ class Background(Generic[T]):
         if self._error:
             raise self._error[0]
         return self._value[0]
-
-
-def holdings(admin: PlacementAdmin, consumer: str) -> Seen:
-    """(generation, allocations) Placement holds for ``consumer``; (None, {}) when missing."""
-    raw = admin.get_allocations(consumer)
-    return raw.get("consumer_generation"), held(raw)
 
 
 def put(admin: PlacementAdmin, consumer: str, allocations: Allocs, generation: int | None) -> None:
@@ -208,7 +202,7 @@ def test_own_create_stays_cached_when_an_overlapping_read_answered_missing(
     resized: Allocs = {compute_node: {"VCPU": 2}}
     state = claim(client, consumer, resized)
     assert state.generation == 2
-    assert holdings(placement_admin, consumer) == (2, resized)
+    assert holds(placement_admin, consumer) == (2, resized)
 
 
 @OVERLAPS
@@ -234,13 +228,13 @@ def test_update_after_own_release_and_an_overlapping_read_computes_from_the_recr
     )
 
     assert read.generation == 1  # the pre-release state
-    assert holdings(admin, consumer) == (None, {})
+    assert holds(admin, consumer) == (None, {})
     unshelved: Allocs = {compute_node: {"VCPU": 3}}
     put(admin, consumer, unshelved, None)
     mutate = Recorder(compute_node)
     update(client, consumer, mutate)
     assert mutate.seen == [(1, unshelved)]
-    assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
+    assert holds(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
 
 
 # -- 3. a DELETE whose answer was lost ------------------------------------------------------------
@@ -289,7 +283,7 @@ def test_update_after_a_lost_consumer_delete_computes_from_the_recreated_consume
         lose(client, proxy, consumer, doomed)
 
     assert caught.value.outcome_unknown is True
-    assert holdings(admin, consumer) == (None, {})  # the DELETE landed
+    assert holds(admin, consumer) == (None, {})  # the DELETE landed
     trusted_after_loss = client.cached(consumer, trusted=True)
     unshelved: Allocs = {compute_node: {"VCPU": 3}}
     put(admin, consumer, unshelved, None)
@@ -298,7 +292,7 @@ def test_update_after_a_lost_consumer_delete_computes_from_the_recreated_consume
     update(client, consumer, mutate)
 
     assert mutate.seen == [(1, unshelved)]
-    assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
+    assert holds(admin, consumer) == (2, {compute_node: {"VCPU": 4}})
     assert trusted_after_loss is None
 
 
@@ -350,11 +344,11 @@ def test_update_after_a_raw_put_reads_what_the_raw_write_left(
 
     assert answer.status == 204
     trusted_after_raw = client.cached(consumer, trusted=True)
-    assert holdings(admin, consumer) == (2, raw)
+    assert holds(admin, consumer) == (2, raw)
     mutate = Recorder(compute_node)
     update(client, consumer, mutate)
     assert mutate.seen == [(2, raw)]
-    assert holdings(admin, consumer) == (3, {compute_node: {"VCPU": 3}})
+    assert holds(admin, consumer) == (3, {compute_node: {"VCPU": 3}})
     assert trusted_after_raw is None
 
 
@@ -377,7 +371,7 @@ def test_update_after_a_raw_delete_is_consumer_gone_without_calling_mutate(
     with pytest.raises(rc.ConsumerGone):
         update(client, consumer, mutate)
     assert mutate.seen == []
-    assert holdings(admin, consumer) == (None, {})
+    assert holds(admin, consumer) == (None, {})
     assert trusted_after_raw is None
 
 
@@ -419,9 +413,9 @@ def _stale_cached_consumer(
     client = cached_client_via(proxy, **kwargs)
     consumer = new_id()
     claim(client, consumer, {compute_node: {"VCPU": 2}})
-    shown = [holdings(admin, consumer)]
+    shown = [holds(admin, consumer)]
     put(admin, consumer, {compute_node: {"VCPU": 3}}, 1)
-    shown.append(holdings(admin, consumer))
+    shown.append(holds(admin, consumer))
     return client, consumer, shown
 
 
@@ -440,7 +434,7 @@ def test_subtract_after_a_conflict_then_a_delete_is_consumer_gone(
 
     deleter.done()
     assert isinstance(caught.value, rc.ConsumerGone), repr(caught.value)
-    assert holdings(placement_admin, consumer) == (None, {})
+    assert holds(placement_admin, consumer) == (None, {})
 
 
 def test_mutate_after_a_conflict_then_a_delete_only_sees_states_placement_returned(
@@ -457,7 +451,7 @@ def test_mutate_after_a_conflict_then_a_delete_only_sees_states_placement_return
         update(client, consumer, mutate)
 
     deleter.done()
-    shown.append(holdings(placement_admin, consumer))
+    shown.append(holds(placement_admin, consumer))
     assert shown[-1] == (None, {})
     made_up = [state for state in mutate.seen if state not in shown]
     assert made_up == [], f"mutate saw {mutate.seen}; Placement showed {shown}"
@@ -481,7 +475,7 @@ def test_claim_after_a_conflict_then_a_delete_does_not_back_off_as_if_contended(
     deleter.done()
     assert [s for s in sleeps if s > 0] == [], f"contended waits after a stale hint: {sleeps}"
     assert state.generation == 1
-    assert holdings(placement_admin, consumer) == (1, wanted)
+    assert holds(placement_admin, consumer) == (1, wanted)
 
 
 # -- 6. a caller's retry_error_callback and a write that may still land --------------------------
@@ -544,5 +538,5 @@ def test_retry_error_callback_cannot_hide_a_write_that_may_still_land(
     proxy.wait_for(lambda r: r.action == "hold" and r.upstream_status == 204, WAIT)
     if attempts == 2:
         proxy.wait_for(lambda r: r.action == "hold" and r.upstream_status == 409, WAIT)
-    assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 2}})
+    assert holds(admin, consumer) == (2, {compute_node: {"VCPU": 2}})
     assert len(sleeps) == attempts - 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,17 +29,7 @@ UNREACHABLE = {
 }
 
 
-@pytest.fixture(params=DATABASES)
-def cluster(request: pytest.FixtureRequest) -> PlacementCluster:
-    """The session's 4-worker cluster on each database (skipped where none is reachable)."""
-    found: PlacementCluster = request.getfixturevalue(f"placement_cluster_{request.param}")
-    return found
-
-
-@pytest.fixture
-def admin(cluster: PlacementCluster) -> Iterator[PlacementAdmin]:
-    with PlacementAdmin(cluster.url, cluster.token) as helper:
-        yield helper
+# ``cluster`` and its ``admin``: tests/functional/conftest.py.
 
 
 def put_allocations(

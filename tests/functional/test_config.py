@@ -15,8 +15,8 @@ from keystoneauth1 import exceptions as ks_exc
 
 from reportclient import PlacementAuthError, PlacementClient, PlacementEndpointError
 from reportclient.config import client_from_cloud, client_from_conf, client_from_env
-from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import claim, held, new_id, wire
+from reportclient.testing import EmbeddedPlacement
+from tests.functional._helpers import Real, claim, held, new_id, wire
 from tests.functional._identity import PASSWORD, IdentityStub
 
 cfg = pytest.importorskip("oslo_config.cfg")
@@ -44,18 +44,13 @@ region_name = RegionOne
 """
 
 
-def claim_and_check(
-    client: PlacementClient,
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
-) -> tuple[str, list[tuple[str, str, int]]]:
+def claim_and_check(client: PlacementClient, real: Real) -> tuple[str, list[tuple[str, str, int]]]:
     """Claim a new consumer, read it back raw; return it and what the client sent."""
     consumer = new_id()
-    state = claim(client, consumer, {compute_node: {"VCPU": 1}})
-    sent = wire(real_placement)
+    state = claim(client, consumer, {real.node: {"VCPU": 1}})
+    sent = real.wire()
     assert state.generation == 1
-    assert held(placement_admin.get_allocations(consumer)) == {compute_node: {"VCPU": 1}}
+    assert held(real.admin.get_allocations(consumer)) == {real.node: {"VCPU": 1}}
     return consumer, sent
 
 
@@ -63,16 +58,14 @@ def claim_and_check(
 
 
 def test_conf_with_password_auth_claims_on_the_real_placement_through_the_catalog(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     keystone: IdentityStub,
     tmp_path: Path,
 ) -> None:
     client = client_from_conf(load_conf(tmp_path, password_section(keystone)))
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    consumer, sent = claim_and_check(client, real_placement, placement_admin, compute_node)
+    consumer, sent = claim_and_check(client, real)
 
     assert ("POST", "/v3/auth/tokens") in keystone.seen
     [auth] = keystone.auth_bodies
@@ -83,15 +76,13 @@ def test_conf_with_password_auth_claims_on_the_real_placement_through_the_catalo
 
 
 def test_conf_with_admin_token_and_no_keystone_claims_on_the_real_placement(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     tmp_path: Path,
 ) -> None:
-    section = f"auth_type = admin_token\nendpoint = {real_placement.url}\ntoken = admin\n"
+    section = f"auth_type = admin_token\nendpoint = {real.placement.url}\ntoken = admin\n"
     client = client_from_conf(load_conf(tmp_path, section))
 
-    claim_and_check(client, real_placement, placement_admin, compute_node)
+    claim_and_check(client, real)
 
 
 def test_conf_with_a_wrong_password_is_an_auth_error_and_placement_sees_nothing(
@@ -160,16 +151,14 @@ def clouds_yaml(
 
 
 def test_clouds_yaml_with_password_auth_claims_on_the_real_placement(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     keystone: IdentityStub,
     clouds_yaml: Path,
 ) -> None:
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
     client = client_from_cloud("with-keystone")
 
-    consumer, sent = claim_and_check(client, real_placement, placement_admin, compute_node)
+    consumer, sent = claim_and_check(client, real)
 
     assert ("POST", "/v3/auth/tokens") in keystone.seen
     # With api_timeout set, the client reuses the discovery openstacksdk ran.
@@ -177,38 +166,30 @@ def test_clouds_yaml_with_password_auth_claims_on_the_real_placement(
 
 
 def test_clouds_yaml_with_admin_token_claims_on_the_real_placement(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     clouds_yaml: Path,
 ) -> None:
     client = client_from_cloud("without-keystone")
 
-    claim_and_check(client, real_placement, placement_admin, compute_node)
+    claim_and_check(client, real)
 
 
 def test_an_openstacksdk_connection_can_be_passed_in(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     clouds_yaml: Path,
 ) -> None:
     import openstack
 
     connection = openstack.connect(cloud="with-keystone")
 
-    claim_and_check(
-        client_from_cloud(connection=connection), real_placement, placement_admin, compute_node
-    )
+    claim_and_check(client_from_cloud(connection=connection), real)
 
 
 # -- OS_* variables -----------------------------------------------------------------------------
 
 
 def test_os_environment_with_password_auth_claims_on_the_real_placement(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     keystone: IdentityStub,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -227,4 +208,4 @@ def test_os_environment_with_password_auth_claims_on_the_real_placement(
     }.items():
         monkeypatch.setenv(name, value)
 
-    claim_and_check(client_from_env(), real_placement, placement_admin, compute_node)
+    claim_and_check(client_from_env(), real)

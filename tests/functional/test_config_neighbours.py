@@ -14,8 +14,8 @@ import pytest
 
 from reportclient import InvalidInput, PlacementAuthError, PlacementError, PlacementUnavailable
 from reportclient.config import client_from_conf
-from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import claim, new_id, wire
+from reportclient.testing import EmbeddedPlacement
+from tests.functional._helpers import Real, claim, new_id, wire
 from tests.functional._identity import IdentityStub, identity_stub
 from tests.functional.test_config import claim_and_check, password_section
 from tests.support.neighbours import NEIGHBOURS, conf_after
@@ -38,17 +38,15 @@ def closed_port() -> str:
 @pytest.mark.parametrize("service", sorted(NEIGHBOURS))
 def test_a_client_from_a_services_placement_section_claims_through_the_catalog(
     service: str,
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     keystone: IdentityStub,
     tmp_path: Path,
 ) -> None:
     conf = conf_after(service, section(tmp_path, password_section(keystone) + "cache_ttl = 60"))
     client = client_from_conf(conf)
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    consumer, sent = claim_and_check(client, real_placement, placement_admin, compute_node)
+    consumer, sent = claim_and_check(client, real)
 
     assert ("POST", "/v3/auth/tokens") in keystone.seen
     assert sent == [("GET", "/", 200), ("PUT", f"/allocations/{consumer}", 204)]
@@ -56,16 +54,14 @@ def test_a_client_from_a_services_placement_section_claims_through_the_catalog(
 
 
 def test_neutrons_endpoint_type_internal_picks_the_internal_endpoint(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     keystone: IdentityStub,
     tmp_path: Path,
 ) -> None:
     body = password_section(keystone) + "endpoint_type = internal"
     client = client_from_conf(conf_after("neutron", section(tmp_path, body)))
 
-    claim_and_check(client, real_placement, placement_admin, compute_node)
+    claim_and_check(client, real)
 
     assert client._core.transport._adapter.interface == ["internal"]
 

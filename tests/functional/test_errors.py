@@ -18,6 +18,7 @@ from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from tests.functional._helpers import (
     PROJECT,
     USER,
+    Real,
     claim,
     fast_retry,
     make_cached_client,
@@ -352,25 +353,23 @@ def test_malformed_global_request_id_is_invalid_input(real_placement: EmbeddedPl
     ids=["default-ttl", "cached"],
 )
 def test_per_call_global_request_id_overrides_the_clients_on_every_request_of_the_call(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     cached: bool,
     call: list[tuple[str, int]],
 ) -> None:
     client_id, call_id = f"req-{uuid.uuid4()}", f"req-{uuid.uuid4()}"
     build = make_cached_client if cached else make_client
-    client = build(real_placement, global_request_id=client_id)
+    client = build(real.placement, global_request_id=client_id)
     consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
+    claim(client, consumer, {real.node: {"VCPU": 1}})
+    emptied = real.admin.put_allocations(consumer, raw_body({}, 1))
     assert emptied.status_code == 204, emptied.text
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    claim(client, consumer, {compute_node: {"VCPU": 2}}, global_request_id=call_id)
+    claim(client, consumer, {real.node: {"VCPU": 2}}, global_request_id=call_id)
     client.get_allocations(consumer)
 
-    seen = real_placement.requests_seen
+    seen = real.placement.requests_seen
     statuses = [(r.method, r.status) for r in seen]
     assert statuses == [*call, ("GET", 200)]
     assert [r.global_request_id for r in seen] == [call_id] * len(call) + [client_id]

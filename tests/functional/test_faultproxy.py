@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import LATEST, held, new_id, raw_body
+from tests.functional._helpers import LATEST, Real, held, new_id, raw_body
 from tests.support.faultproxy import (
     Action,
     FaultProxy,
@@ -167,36 +167,32 @@ def test_drop_answer_applies_the_write_but_the_client_gets_no_answer(
 
 def test_reset_applies_nothing(
     proxy: FaultProxy,
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
 ) -> None:
     rule = proxy.add_rule("PUT", "/allocations/", reset())
     consumer = new_id()
 
     with pytest.raises(requests.exceptions.ConnectionError):
-        put(proxy, consumer, compute_node)
+        put(proxy, consumer, real.node)
 
     assert rule.applied.wait(WAIT)
     assert not rule.forwarded.is_set()
-    assert_not_applied(real_placement, placement_admin, consumer)
+    assert_not_applied(real.placement, real.admin, consumer)
 
 
 def test_answer_503_is_an_html_page_and_applies_nothing(
     proxy: FaultProxy,
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
 ) -> None:
     proxy.add_rule("PUT", "/allocations/", answer(503))
     consumer = new_id()
 
-    response = put(proxy, consumer, compute_node)
+    response = put(proxy, consumer, real.node)
 
     assert response.status_code == 503
     assert response.headers["Content-Type"].startswith("text/html")
     assert "503 Service Unavailable" in response.text
-    assert_not_applied(real_placement, placement_admin, consumer)
+    assert_not_applied(real.placement, real.admin, consumer)
 
 
 def test_answer_after_forwarding_500_applies_the_write(
@@ -215,21 +211,19 @@ def test_answer_after_forwarding_500_applies_the_write(
 
 def test_stall_times_the_client_out_and_applies_nothing(
     proxy: FaultProxy,
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
 ) -> None:
     rule = proxy.add_rule("PUT", "/allocations/", stall())
     consumer = new_id()
 
     with pytest.raises(requests.exceptions.ReadTimeout):
-        put(proxy, consumer, compute_node, timeout=IMPATIENT)
+        put(proxy, consumer, real.node, timeout=IMPATIENT)
     assert rule.applied.wait(WAIT)
     proxy.release_stalled()
 
     record = proxy.wait_for(lambda r: r.action == "stall", WAIT)
     assert (record.upstream_status, record.client_status) == (None, None)
-    assert_not_applied(real_placement, placement_admin, consumer)
+    assert_not_applied(real.placement, real.admin, consumer)
 
 
 def test_hold_commits_when_forwarded_by_its_handle(
@@ -271,21 +265,19 @@ def test_hold_forwarded_after_the_reread_commits_between_it_and_the_next_request
 
 def test_gate_forwards_the_request_only_once_its_event_is_set_while_others_pass(
     proxy: FaultProxy,
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
 ) -> None:
     go = threading.Event()
     rule = proxy.add_rule("PUT", "/allocations/", gate(go))
     consumer = new_id()
     answered: list[requests.Response] = []
-    writer = threading.Thread(target=lambda: answered.append(put(proxy, consumer, compute_node)))
+    writer = threading.Thread(target=lambda: answered.append(put(proxy, consumer, real.node)))
     writer.start()
     try:
         assert rule.applied.wait(WAIT)  # the proxy keeps the PUT
         # Another request is answered while the PUT waits: it sees the consumer missing.
         assert get(proxy, f"/allocations/{consumer}").json() == {"allocations": {}}
-        assert_not_applied(real_placement, placement_admin, consumer)
+        assert_not_applied(real.placement, real.admin, consumer)
     finally:
         go.set()
         writer.join(WAIT)
@@ -293,7 +285,7 @@ def test_gate_forwards_the_request_only_once_its_event_is_set_while_others_pass(
     assert not writer.is_alive()
     assert [r.status_code for r in answered] == [204]
     assert rule.upstream_status == 204
-    assert_applied(placement_admin, consumer, compute_node)
+    assert_applied(real.admin, consumer, real.node)
     record = proxy.wait_for(lambda r: r.action == "gate", WAIT)
     assert (record.upstream_status, record.client_status) == (204, 204)
 
@@ -326,10 +318,8 @@ def test_a_gate_needs_an_event(proxy: FaultProxy) -> None:
         proxy.add_rule("PUT", "/allocations/", Action("gate"))
 
 
-def test_close_releases_stalled_held_and_gated_requests_unforwarded(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    proxy = FaultProxy("127.0.0.1", real_placement.port)
+def test_close_releases_stalled_held_and_gated_requests_unforwarded(real: Real) -> None:
+    proxy = FaultProxy("127.0.0.1", real.placement.port)
     actions = (stall(), hold(), gate(threading.Event()))
     rules = [proxy.add_rule("PUT", "/allocations/", a) for a in actions]
     consumers = [new_id() for _ in actions]
@@ -337,7 +327,7 @@ def test_close_releases_stalled_held_and_gated_requests_unforwarded(
 
     def patient_client(consumer: str) -> None:
         try:
-            put(proxy, consumer, compute_node, timeout=(1.0, 60.0))
+            put(proxy, consumer, real.node, timeout=(1.0, 60.0))
         except requests.RequestException as exc:
             errors.append(exc)
 
@@ -355,7 +345,7 @@ def test_close_releases_stalled_held_and_gated_requests_unforwarded(
     assert all(isinstance(e, requests.exceptions.ConnectionError) for e in errors)
     assert [t.name for t in threading.enumerate() if t.name.startswith("faultproxy")] == []
     for consumer in consumers:
-        assert_not_applied(real_placement, placement_admin, consumer)
+        assert_not_applied(real.placement, real.admin, consumer)
 
 
 def test_wait_for_times_out_without_a_matching_record(proxy: FaultProxy) -> None:

@@ -22,6 +22,7 @@ from reportclient.testing import (
     PlacementServer,
     PlacementStartError,
 )
+from tests.functional._helpers import Real
 
 pytestmark = pytest.mark.functional
 
@@ -117,17 +118,15 @@ def test_new_consumer_put_at_1_39(placement_admin: PlacementAdmin, compute_node:
     assert placement_admin.delete_allocations(consumer).status_code == 404
 
 
-def test_requests_seen_counts_exactly(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_requests_seen_counts_exactly(real: Real) -> None:
     consumer = _new_id()
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    placement_admin.put_allocations(consumer, _allocation_body(compute_node))
-    placement_admin.get_allocations(consumer)
-    placement_admin.request("GET", "/nowhere")
+    real.admin.put_allocations(consumer, _allocation_body(real.node))
+    real.admin.get_allocations(consumer)
+    real.admin.request("GET", "/nowhere")
 
-    seen = real_placement.requests_seen
+    seen = real.placement.requests_seen
     assert [(r.method, r.path, r.status) for r in seen] == [
         ("PUT", f"/allocations/{consumer}", 204),
         ("GET", f"/allocations/{consumer}", 200),
@@ -135,12 +134,12 @@ def test_requests_seen_counts_exactly(
     ]
     assert all(r.microversion == "1.39" for r in seen)
     assert all(r.response_request_id and r.response_request_id.startswith("req-") for r in seen)
-    assert real_placement.wire_count() == 3
-    assert real_placement.wire_count("get", "/allocations/") == 1
+    assert real.placement.wire_count() == 3
+    assert real.placement.wire_count("get", "/allocations/") == 1
 
-    real_placement.clear_requests_seen()
-    assert real_placement.requests_seen == []
-    assert real_placement.log_lines == []
+    real.placement.clear_requests_seen()
+    assert real.placement.requests_seen == []
+    assert real.placement.log_lines == []
 
 
 def test_global_request_id_reaches_placement(

@@ -34,7 +34,7 @@ import pytest
 from reportclient import GenerationConflict, PlacementClient, add_allocations, default_retry
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
 from reportclient.testing._app import EVIDENCE_LOG
-from tests.functional._helpers import held, new_id, raw_body, wire, wsgi_send
+from tests.functional._helpers import Real, held, new_id, raw_body, wsgi_send
 
 pytestmark = pytest.mark.functional
 
@@ -81,34 +81,32 @@ def client(real_placement: EmbeddedPlacement) -> PlacementClient:
 
 
 def test_another_write_of_the_consumer_inside_the_write_is_contention(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     inside_the_write: Callable[[Callable[[Any], None]], None],
     client: PlacementClient,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     consumer = new_id()
-    assert placement_admin.put_allocations(consumer, raw_body({compute_node: {"VCPU": 1}}, None))
+    assert real.admin.put_allocations(consumer, raw_body({real.node: {"VCPU": 1}}, None))
 
     def other_writer(ctx: Any) -> None:
         answer = send(
-            real_placement,
+            real.placement,
             "PUT",
             f"/allocations/{consumer}",
-            raw_body({compute_node: {"VCPU": 4}}, 1),
+            raw_body({real.node: {"VCPU": 4}}, 1),
         )
         assert answer.status_code == 204, answer.text
 
     inside_the_write(other_writer)
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
     with caplog.at_level(logging.DEBUG, logger="reportclient.retry"):
         client.update_allocations(
-            consumer, add_allocations({compute_node: {"VCPU": 1}}), project_id="p", user_id="u"
+            consumer, add_allocations({real.node: {"VCPU": 1}}), project_id="p", user_id="u"
         )
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [
+    assert real.wire() == [
         ("GET", path, 200),
         ("PUT", path, 204),  # the other writer, inside the client's PUT
         ("PUT", path, 409),
@@ -118,7 +116,7 @@ def test_another_write_of_the_consumer_inside_the_write_is_contention(
     (retried,) = [r.getMessage() for r in caplog.records if r.name == "reportclient.retry"]
     assert "Another thread concurrently updated the data." in retried, retried
     assert client.sleeps == [0.5]  # type: ignore[attr-defined]  # 0.5 of the first window, 1 s
-    assert held(placement_admin.get_allocations(consumer)) == {compute_node: {"VCPU": 5}}
+    assert held(real.admin.get_allocations(consumer)) == {real.node: {"VCPU": 5}}
 
 
 def test_only_the_consumer_s_own_race_reads_as_contention_on_it() -> None:

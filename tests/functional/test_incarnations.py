@@ -22,39 +22,33 @@ Every outcome is the typed error the client raised and what Placement holds, rea
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import reportclient as rc
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, claim, held, new_id, raw_body, update
+from tests.functional._helpers import (
+    PROJECT,
+    USER,
+    Real,
+    claim,
+    holds,
+    new_id,
+    update,
+)
 from tests.functional._lost_answers import WAIT, CommitThenAct, LateAnswer, client_over
+from tests.functional._outcome_helpers import other_writer_puts
+from tests.functional._reshape import SERVICE, vgpu_consumer_before_reshape
 from tests.support.faultproxy import FaultProxy, Match, hold
 
 pytestmark = pytest.mark.functional
 
 Allocs = dict[str, dict[str, int]]
-#: Placement's reshaper policy is role:service (not admin), as nova's service token has.
-SERVICE = {"X-Roles": "admin,service"}
 
 
 # -- another writer and the read-back (raw HTTP, never the client under test) ----------------
-
-
-def holdings(admin: PlacementAdmin, consumer: str) -> tuple[int | None, Allocs]:
-    """(generation, allocations) Placement holds for ``consumer``; (None, {}) when missing."""
-    raw = admin.get_allocations(consumer)
-    return raw.get("consumer_generation"), held(raw)
-
-
-def put(
-    admin: PlacementAdmin, consumer: str, allocations: Mapping[str, Mapping[str, int]], gen: Any
-) -> None:
-    """Another writer writes ``allocations`` (``{}`` deletes; ``gen`` None creates)."""
-    response = admin.put_allocations(consumer, raw_body(allocations, gen))
-    assert response.status_code == 204, response.text
 
 
 def delete(admin: PlacementAdmin, consumer: str) -> None:
@@ -66,7 +60,7 @@ def delete(admin: PlacementAdmin, consumer: str) -> None:
 def consumer_at(admin: PlacementAdmin, allocations: Allocs) -> str:
     """A consumer another writer created holding ``allocations`` (generation 1)."""
     consumer = new_id()
-    put(admin, consumer, allocations, None)
+    other_writer_puts(admin, consumer, allocations, None)
     return consumer
 
 
@@ -115,96 +109,96 @@ def test_lost_inventory_add_then_provider_recreated_is_outcome_unknown_and_not_r
 
 
 def test_lost_add_then_consumer_deleted_and_reclaimed_is_outcome_unknown_and_not_reapplied(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real: Real,
 ) -> None:
     """The +1 VCPU lands (generation 1 -> 2) and its answer is lost; another client then
     deletes the consumer and claims it anew with other allocations (generation 1 again). The
     re-read shows the generation the write carried, but on a new incarnation: the +1 must not
     be added to allocations the caller never saw."""
-    admin = placement_admin
-    consumer = consumer_at(admin, {compute_node: {"VCPU": 1}})
-    reclaim = {compute_node: {"VCPU": 3}}
+    admin = real.admin
+    consumer = consumer_at(admin, {real.node: {"VCPU": 1}})
+    reclaim = {real.node: {"VCPU": 3}}
 
     def delete_and_reclaim() -> None:
         delete(admin, consumer)
-        put(admin, consumer, reclaim, None)
+        other_writer_puts(admin, consumer, reclaim, None)
 
     adapter = CommitThenAct("PUT", f"/allocations/{consumer}", delete_and_reclaim)
-    client = client_over(real_placement.url, adapter)
+    client = client_over(real.placement.url, adapter)
 
     with pytest.raises(rc.OutcomeUnknown):
-        update(client, consumer, rc.add_allocations({compute_node: {"VCPU": 1}}))
+        update(client, consumer, rc.add_allocations({real.node: {"VCPU": 1}}))
 
     assert adapter.lost == [("PUT", f"/allocations/{consumer}", 204)]
-    assert holdings(admin, consumer) == (1, reclaim)
-    assert admin.usages(compute_node)["VCPU"] == 3
+    assert holds(admin, consumer) == (1, reclaim)
+    assert admin.usages(real.node)["VCPU"] == 3
 
 
 def test_lost_release_then_consumer_claimed_anew_is_outcome_unknown_and_keeps_the_new_claim(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real: Real,
 ) -> None:
     """The release lands (the consumer at generation 1 is deleted) and its answer is lost;
     another client then claims the consumer anew (an unshelve) at generation 1 with other
     allocations. Releasing again would delete the unshelve's claim, which the release never
     saw."""
-    admin = placement_admin
-    consumer = consumer_at(admin, {compute_node: {"VCPU": 2}})
-    unshelve = {compute_node: {"VCPU": 4}}
+    admin = real.admin
+    consumer = consumer_at(admin, {real.node: {"VCPU": 2}})
+    unshelve = {real.node: {"VCPU": 4}}
     adapter = CommitThenAct(
-        "PUT", f"/allocations/{consumer}", lambda: put(admin, consumer, unshelve, None)
+        "PUT",
+        f"/allocations/{consumer}",
+        lambda: other_writer_puts(admin, consumer, unshelve, None),
     )
-    client = client_over(real_placement.url, adapter)
+    client = client_over(real.placement.url, adapter)
 
     with pytest.raises(rc.OutcomeUnknown):
         client.release(consumer)
 
     assert adapter.lost == [("PUT", f"/allocations/{consumer}", 204)]
-    assert holdings(admin, consumer) == (1, unshelve)
-    assert admin.usages(compute_node)["VCPU"] == 4
+    assert holds(admin, consumer) == (1, unshelve)
+    assert admin.usages(real.node)["VCPU"] == 4
 
 
 # -- (4) a multi-consumer write ----------------------------------------------------------------
 
 
 def test_lost_write_many_then_new_consumer_deleted_is_outcome_unknown_and_adds_once(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real: Real,
 ) -> None:
     """One POST adds 1 VCPU to X (generation 1 -> 2) and creates Y; the answer is lost and
     another client deletes Y before the re-read. Y missing again looks like "not landed", yet X
     moved on holding exactly X + 1: the POST is all or nothing, so it did land, and sending it
     again would add to X twice."""
-    admin = placement_admin
-    x = consumer_at(admin, {compute_node: {"VCPU": 2}})
+    admin = real.admin
+    x = consumer_at(admin, {real.node: {"VCPU": 2}})
     y = new_id()
     adapter = CommitThenAct("POST", "/allocations", lambda: delete(admin, y))
-    client = client_over(real_placement.url, adapter)
+    client = client_over(real.placement.url, adapter)
 
     with pytest.raises(rc.OutcomeUnknown):
         client.write_many(
-            {x: rc.add_allocations({compute_node: {"VCPU": 1}}), y: {compute_node: {"VCPU": 1}}},
+            {x: rc.add_allocations({real.node: {"VCPU": 1}}), y: {real.node: {"VCPU": 1}}},
             project_id=PROJECT,
             user_id=USER,
         )
 
     assert adapter.lost == [("POST", "/allocations", 204)]
-    assert holdings(admin, x) == (2, {compute_node: {"VCPU": 3}})
-    assert holdings(admin, y) == (None, {})
-    assert admin.usages(compute_node)["VCPU"] == 3
+    assert holds(admin, x) == (2, {real.node: {"VCPU": 3}})
+    assert holds(admin, y) == (None, {})
+    assert admin.usages(real.node)["VCPU"] == 3
 
 
 # -- (5) (6) moves --------------------------------------------------------------------------------
 
 
-def test_lost_move_then_target_deleted_is_outcome_unknown_not_nothing_to_move(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_lost_move_then_target_deleted_is_outcome_unknown_not_nothing_to_move(real: Real) -> None:
     """The move lands (source deleted, new target at generation 1) and its answer is lost;
     another client deletes the target before the re-read. The source holding nothing is the
     move's own doing, not a move that had nothing to move: the outcome is unknown."""
-    admin = placement_admin
-    source, target = consumer_at(admin, {compute_node: {"VCPU": 2}}), new_id()
+    admin = real.admin
+    source, target = consumer_at(admin, {real.node: {"VCPU": 2}}), new_id()
     adapter = CommitThenAct("POST", "/allocations", lambda: delete(admin, target))
-    client = client_over(real_placement.url, adapter)
+    client = client_over(real.placement.url, adapter)
 
     with pytest.raises(rc.PlacementError) as caught:
         client.move_allocations(source, target)
@@ -212,30 +206,30 @@ def test_lost_move_then_target_deleted_is_outcome_unknown_not_nothing_to_move(
     assert not isinstance(caught.value, rc.NothingToMove), caught.value
     assert isinstance(caught.value, rc.OutcomeUnknown), caught.value
     assert adapter.lost == [("POST", "/allocations", 204)]
-    assert holdings(admin, source) == (None, {})
-    assert holdings(admin, target) == (None, {})
-    assert admin.usages(compute_node)["VCPU"] == 0
+    assert holds(admin, source) == (None, {})
+    assert holds(admin, target) == (None, {})
+    assert admin.usages(real.node)["VCPU"] == 0
 
 
 def test_move_expecting_a_target_released_meanwhile_is_consumer_changed_and_writes_nothing(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real: Real,
 ) -> None:
     """The caller knows the target holds E, but another client released it (the target is
     deleted) before the move. Adding the source to E would resurrect E on a consumer that no
     longer holds it: the premise changed, and nothing is written."""
-    admin = placement_admin
+    admin = real.admin
     other = admin.create_provider(inventory={"VCPU": 8})
     expected: Allocs = {other: {"VCPU": 1}}
-    source = consumer_at(admin, {compute_node: {"VCPU": 2}})
+    source = consumer_at(admin, {real.node: {"VCPU": 2}})
     target = consumer_at(admin, expected)
     delete(admin, target)
-    client = client_over(real_placement.url)
+    client = client_over(real.placement.url)
 
     with pytest.raises(rc.ConsumerChanged):
         client.move_allocations(source, target, expect_target=expected)
 
-    assert holdings(admin, target) == (None, {})
-    assert holdings(admin, source) == (1, {compute_node: {"VCPU": 2}})
+    assert holds(admin, target) == (None, {})
+    assert holds(admin, source) == (1, {real.node: {"VCPU": 2}})
     assert admin.usages(other)["VCPU"] == 0
 
 
@@ -277,25 +271,23 @@ def test_slow_write_landing_after_the_reread_then_mutate_failing_is_outcome_unkn
     assert slow.forwarded.wait(WAIT), "the held PUT was never forwarded"
     assert slow.upstream_status == 204
     assert len(calls) == 2
-    assert holdings(admin, consumer) == (2, {compute_node: {"VCPU": 2}})
+    assert holds(admin, consumer) == (2, {compute_node: {"VCPU": 2}})
 
 
 # -- (8) a late read racing a write on the same client ------------------------------------------
 
 
-def test_late_read_answer_does_not_roll_back_what_a_concurrent_write_cached(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_late_read_answer_does_not_roll_back_what_a_concurrent_write_cached(real: Real) -> None:
     """Thread A reads the consumer (generation 1); Placement answers, but the answer reaches A
     late. Meanwhile thread B, on the same client, updates the consumer (1 -> 2) and completes.
     Then A's answer, generation 1, is processed: it is older than what B cached, and must not
     replace it, or the client's next claim of what B wrote would find "allocations it never
     saw" and raise ConsumerChanged."""
-    admin = placement_admin
-    consumer = consumer_at(admin, {compute_node: {"VCPU": 1}})
+    admin = real.admin
+    consumer = consumer_at(admin, {real.node: {"VCPU": 1}})
     late = LateAnswer(f"/allocations/{consumer}")
-    client = client_over(real_placement.url, late)
-    written: Allocs = {compute_node: {"VCPU": 2}}
+    client = client_over(real.placement.url, late)
+    written: Allocs = {real.node: {"VCPU": 2}}
     read: list[rc.ConsumerAllocations] = []
     wrote: list[rc.ConsumerAllocations] = []
     failed: list[BaseException] = []
@@ -334,13 +326,38 @@ def test_late_read_answer_does_not_roll_back_what_a_concurrent_write_cached(
     assert dict(cached.allocations) == written
     claimed = claim(client, consumer, written)
     assert claimed.generation == 2
-    assert holdings(admin, consumer) == (2, written)
+    assert holds(admin, consumer) == (2, written)
 
 
 # -- (9) reshape and the client's cache ---------------------------------------------------------
 
 
 TTLS = pytest.mark.parametrize("cache_ttl", [0.0, 60.0], ids=["cache_ttl=0", "cache_ttl=60"])
+
+
+def reshaped_by_the_client(
+    placement: EmbeddedPlacement, cache_ttl: float
+) -> tuple[rc.PlacementClient, str, str, str]:
+    """A client claims VCPU 2 and VGPU 1 on a new root, then reshapes the VGPU inventory and
+    allocation onto a new child: returns the client, the consumer, the root and the child."""
+    client = client_over(
+        placement.url,
+        additional_headers=SERVICE,
+        cache_ttl=cache_ttl,
+        # A clock that stands still: within cache_ttl, cached states stay trusted.
+        clock=lambda: 0.0,
+    )
+    root, child, consumer = vgpu_consumer_before_reshape(client)
+    providers = client.providers
+    reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
+
+    def compute(state: rc.ReshapeState) -> rc.Reshape:
+        root_inv = dict(state.inventories[root].inventories)
+        vgpu = root_inv.pop("VGPU")
+        return rc.Reshape({root: root_inv, child: {"VGPU": vgpu}}, {consumer: reshaped})
+
+    providers.reshape([root, child], [consumer], compute)
+    return client, consumer, root, child
 
 
 @TTLS
@@ -352,33 +369,13 @@ def test_claim_of_what_a_reshape_moved_succeeds_and_caches_placements_generation
     reshape. Its claim of the reshaped allocations is then no change of premise, and its cache
     shows what Placement holds."""
     admin = placement_admin
-    client = client_over(
-        real_placement.url,
-        additional_headers=SERVICE,
-        cache_ttl=cache_ttl,
-        clock=lambda: (
-            0.0
-        ),  # a clock that stands still: within cache_ttl, cached states stay trusted
-    )
-    providers = client.providers
-    root = providers.create_provider(f"cn-{new_id()}").uuid
-    child = providers.create_provider(f"pgpu-{new_id()}", parent_provider_uuid=root).uuid
-    providers.set_inventories(root, {"VCPU": 8, "VGPU": 4})
-    consumer = new_id()
-    claim(client, consumer, {root: {"VCPU": 2, "VGPU": 1}})
+    client, consumer, root, child = reshaped_by_the_client(real_placement, cache_ttl)
     reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
-
-    def compute(state: rc.ReshapeState) -> rc.Reshape:
-        root_inv = dict(state.inventories[root].inventories)
-        vgpu = root_inv.pop("VGPU")
-        return rc.Reshape({root: root_inv, child: {"VGPU": vgpu}}, {consumer: reshaped})
-
-    providers.reshape([root, child], [consumer], compute)
-    assert holdings(admin, consumer) == (2, reshaped)
+    assert holds(admin, consumer) == (2, reshaped)
 
     state = claim(client, consumer, reshaped)
 
-    generation, allocations = holdings(admin, consumer)
+    generation, allocations = holds(admin, consumer)
     assert allocations == reshaped
     assert state.generation == generation
     cached = client.cached(consumer)
@@ -395,31 +392,12 @@ def test_claim_after_its_own_reshape_replaces_the_reshaped_allocations(
     hold, and replacing them is no clobber (a cache left at the pre-reshape allocations would
     make the claim raise ConsumerChanged over the client's own write)."""
     admin = placement_admin
-    client = client_over(
-        real_placement.url,
-        additional_headers=SERVICE,
-        cache_ttl=cache_ttl,
-        clock=lambda: 0.0,
-    )
-    providers = client.providers
-    root = providers.create_provider(f"cn-{new_id()}").uuid
-    child = providers.create_provider(f"pgpu-{new_id()}", parent_provider_uuid=root).uuid
-    providers.set_inventories(root, {"VCPU": 8, "VGPU": 4})
-    consumer = new_id()
-    claim(client, consumer, {root: {"VCPU": 2, "VGPU": 1}})
-    reshaped: Allocs = {root: {"VCPU": 2}, child: {"VGPU": 1}}
-
-    def compute(state: rc.ReshapeState) -> rc.Reshape:
-        root_inv = dict(state.inventories[root].inventories)
-        vgpu = root_inv.pop("VGPU")
-        return rc.Reshape({root: root_inv, child: {"VGPU": vgpu}}, {consumer: reshaped})
-
-    providers.reshape([root, child], [consumer], compute)
+    client, consumer, root, child = reshaped_by_the_client(real_placement, cache_ttl)
     resized: Allocs = {root: {"VCPU": 3}, child: {"VGPU": 1}}
 
     state = claim(client, consumer, resized)
 
-    assert holdings(admin, consumer) == (3, resized)
+    assert holds(admin, consumer) == (3, resized)
     assert (state.generation, dict(state.allocations)) == (3, resized)
 
 
@@ -468,4 +446,4 @@ def test_reshape_compute_returning_nonsense_is_invalid_input_and_writes_nothing(
         client.providers.reshape([rp], [consumer], lambda _state: returned)
 
     assert admin.provider(rp)["generation"] == before
-    assert holdings(admin, consumer) == (1, {rp: {"VCPU": 1}})
+    assert holds(admin, consumer) == (1, {rp: {"VCPU": 1}})

@@ -22,12 +22,11 @@ from reportclient import (
     add_allocations,
 )
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, new_id, wire
+from tests.functional._helpers import PROJECT, USER, holds, new_id, wire
 from tests.functional._outcome_helpers import (
     Allocs,
     FakeClock,
     client_for,
-    holdings,
     other_writer_deletes,
     other_writer_puts,
 )
@@ -103,7 +102,7 @@ def test_claim_over_allocations_another_writer_moved_is_consumer_changed_and_wri
     assert caught.value.state.generation == 2
     assert caught.value.known is not None
     assert caught.value.known.allocations == {a: {"VCPU": 1}}
-    assert holdings(placement_admin, consumer) == (2, {b: {"VCPU": 4}})
+    assert holds(placement_admin, consumer) == (2, {b: {"VCPU": 4}})
     path = f"/allocations/{consumer}"
     expected = [("GET", path, 200)] if ttl == 0 else [("PUT", path, 409), ("GET", path, 200)]
     assert seen == expected
@@ -123,7 +122,7 @@ def test_claim_with_overwrite_replaces_allocations_another_writer_moved(
 
     claim(client, consumer, {a: {"VCPU": 2}}, overwrite=True)
 
-    assert holdings(placement_admin, consumer) == (3, {a: {"VCPU": 2}})
+    assert holds(placement_admin, consumer) == (3, {a: {"VCPU": 2}})
     assert placement_admin.usages(b)["VCPU"] == 0
 
 
@@ -150,7 +149,7 @@ def test_update_of_a_consumer_another_writer_deleted_is_consumer_gone_and_create
     writes = successful_puts(real_placement)
 
     assert not caught.value.state.exists
-    assert holdings(placement_admin, consumer) == (None, {})
+    assert holds(placement_admin, consumer) == (None, {})
     assert placement_admin.usages(b)["VCPU"] == 0
     assert placement_admin.usages(a)["VCPU"] == 0
     assert writes == []
@@ -177,7 +176,7 @@ def test_custom_mutate_is_never_called_for_a_consumer_another_writer_deleted(
         update(client, consumer, mutate)
 
     assert calls == []
-    assert holdings(placement_admin, consumer) == (None, {})
+    assert holds(placement_admin, consumer) == (None, {})
 
 
 # -- (3) ABA: deleted and re-created at generation 1 ---------------------------------------
@@ -192,7 +191,7 @@ def cached_a_then_recreated_with_b(
     claim(client, consumer, {a: {"VCPU": 1}})
     other_writer_deletes(admin, consumer)
     other_writer_puts(admin, consumer, {b: {"VCPU": 2}}, None)
-    assert holdings(admin, consumer) == (1, {b: {"VCPU": 2}})
+    assert holds(admin, consumer) == (1, {b: {"VCPU": 2}})
     cached = client.cached(consumer)
     assert cached is not None and cached.generation == 1
     return consumer
@@ -210,7 +209,7 @@ def test_aba_update_adds_to_the_recreated_consumer_and_keeps_its_allocations(
 
     update(client, consumer, add_allocations({x: {"VCPU": 3}}))
 
-    assert holdings(placement_admin, consumer) == (2, {b: {"VCPU": 2}, x: {"VCPU": 3}})
+    assert holds(placement_admin, consumer) == (2, {b: {"VCPU": 2}, x: {"VCPU": 3}})
     assert placement_admin.usages(a)["VCPU"] == 0
 
 
@@ -229,7 +228,7 @@ def test_aba_update_past_cache_ttl_reads_first_and_keeps_the_recreated_allocatio
     update(client, consumer, add_allocations({x: {"VCPU": 3}}))
 
     assert [r[0] for r in wire(real_placement)] == ["GET", "PUT"]
-    assert holdings(placement_admin, consumer) == (2, {b: {"VCPU": 2}, x: {"VCPU": 3}})
+    assert holds(placement_admin, consumer) == (2, {b: {"VCPU": 2}, x: {"VCPU": 3}})
 
 
 def test_aba_update_within_cache_ttl_overwrites_the_recreated_consumer_documented_risk(
@@ -246,7 +245,7 @@ def test_aba_update_within_cache_ttl_overwrites_the_recreated_consumer_documente
 
     update(client, consumer, add_allocations({x: {"VCPU": 3}}))
 
-    assert holdings(placement_admin, consumer) == (2, {a: {"VCPU": 1}, x: {"VCPU": 3}})
+    assert holds(placement_admin, consumer) == (2, {a: {"VCPU": 1}, x: {"VCPU": 3}})
     assert placement_admin.usages(b)["VCPU"] == 0
 
 
@@ -277,7 +276,7 @@ def test_mutate_of_a_consumer_this_client_never_saw_is_called_once_on_the_real_s
     update(client, consumer, add_b_to_an_existing_consumer)
 
     assert seen == [(1, {a: {"VCPU": 2}})]
-    assert holdings(placement_admin, consumer) == (2, {a: {"VCPU": 2}, b: {"VCPU": 1}})
+    assert holds(placement_admin, consumer) == (2, {a: {"VCPU": 2}, b: {"VCPU": 1}})
 
 
 # -- (5) a mutate that edits its argument in place ------------------------------------------
@@ -303,7 +302,7 @@ def test_mutate_editing_current_in_place_is_written(
 
     state = update(client, consumer, bump_in_place)
 
-    assert holdings(placement_admin, consumer) == (2, {a: {"VCPU": 3}})
+    assert holds(placement_admin, consumer) == (2, {a: {"VCPU": 3}})
     assert state.allocations == {a: {"VCPU": 3}}
     assert client.cached(consumer) == state
 
@@ -317,7 +316,7 @@ def claimed_then_emptied_elsewhere(
     consumer = new_id()
     claim(client, consumer, {a: {"VCPU": 1}})
     other_writer_puts(admin, consumer, {}, 1)  # shelve-offload: an empty write deletes it
-    assert holdings(admin, consumer) == (None, {})
+    assert holds(admin, consumer) == (None, {})
     placement.clear_requests_seen()
     return consumer
 
@@ -337,7 +336,7 @@ def test_shelve_race_claim_recovers_with_get_then_put_by_default(
 
     path = f"/allocations/{consumer}"
     assert seen == [("GET", path, 200), ("PUT", path, 204)]
-    assert holdings(placement_admin, consumer) == (1, {a: {"VCPU": 2}})
+    assert holds(placement_admin, consumer) == (1, {a: {"VCPU": 2}})
 
 
 def test_shelve_race_claim_with_cache_ttl_recovers_with_put_409_get_put(
@@ -355,4 +354,4 @@ def test_shelve_race_claim_with_cache_ttl_recovers_with_put_409_get_put(
 
     path = f"/allocations/{consumer}"
     assert seen == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    assert holdings(placement_admin, consumer) == (1, {a: {"VCPU": 2}})
+    assert holds(placement_admin, consumer) == (1, {a: {"VCPU": 2}})

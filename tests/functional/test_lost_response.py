@@ -35,10 +35,10 @@ from tests.functional._helpers import (
     PROJECT,
     USER,
     FakeClock,
+    Real,
     claim,
     fast_retry,
     held,
-    holds,
     new_id,
     update,
     wire,
@@ -94,21 +94,19 @@ def claimed_then_losing(
     return adapter, client, consumer
 
 
-def test_lost_answer_to_a_claim_that_landed_is_success_without_writing_again(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_lost_answer_to_a_claim_that_landed_is_success_without_writing_again(real: Real) -> None:
     adapter = LosingAdapter("PUT", deliver=True)
-    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    client = _client_over(real.placement.url, adapter, retry=fast_retry())
     consumer = new_id()
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
+    state = claim(client, consumer, {real.node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real_placement) == [("PUT", path, 204), ("GET", path, 200)]
+    assert real.wire() == [("PUT", path, 204), ("GET", path, 200)]
     assert state.generation == 1
-    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
@@ -128,102 +126,96 @@ def _reads_first(cache_ttl: float, path: str) -> list[tuple[str, str, int]]:
 )
 @TTLS
 def test_lost_answer_to_a_cached_update_that_landed_is_success_without_writing_again(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     operation: str,
     cache_ttl: float,
 ) -> None:
-    other = placement_admin.create_provider(inventory={"VCPU": 4})
+    other = real.admin.create_provider(inventory={"VCPU": 4})
     adapter, client, consumer = claimed_then_losing(
-        real_placement, cache_ttl, {compute_node: {"VCPU": 1}, other: {"VCPU": 2}}
+        real.placement, cache_ttl, {real.node: {"VCPU": 1}, other: {"VCPU": 2}}
     )
 
     # Each operation is idempotent, so Placement holding its result settles it.
     if operation == "claim":
-        wanted = {compute_node: {"VCPU": 3}}
+        wanted = {real.node: {"VCPU": 3}}
         state = claim(client, consumer, wanted)
     else:
         mutation: Mutation
         if operation == "replace_allocations":
-            wanted = {compute_node: {"VCPU": 3}}
+            wanted = {real.node: {"VCPU": 3}}
             mutation = replace_allocations(wanted)
         else:
-            wanted = {compute_node: {"VCPU": 1}}
+            wanted = {real.node: {"VCPU": 1}}
             mutation = remove_providers([other])
         state = update(client, consumer, mutation)
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real_placement) == [
+    assert real.wire() == [
         *_reads_first(cache_ttl, path),
         ("PUT", path, 204),
         ("GET", path, 200),
     ]
     # Reads and writes without a type to set go at 1.28, which shows no type.
     assert state == ConsumerAllocations(consumer, wanted, 2, PROJECT, USER, None)
-    assert holds(placement_admin, consumer) == (2, wanted)
-    assert placement_admin.usages(other)["VCPU"] == 0
+    assert real.holds(consumer) == (2, wanted)
+    assert real.admin.usages(other)["VCPU"] == 0
 
 
 @TTLS
 def test_lost_answer_to_an_add_that_landed_is_outcome_unknown_and_never_applied_twice(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     cache_ttl: float,
 ) -> None:
     adapter, client, consumer = claimed_then_losing(
-        real_placement, cache_ttl, {compute_node: {"VCPU": 1}}
+        real.placement, cache_ttl, {real.node: {"VCPU": 1}}
     )
 
     with pytest.raises(OutcomeUnknown) as caught:
-        update(client, consumer, add_allocations({compute_node: {"VCPU": 2}}))
+        update(client, consumer, add_allocations({real.node: {"VCPU": 2}}))
 
     # Generation 2 holding exactly what was written: this write landed, or another writer wrote
     # the same; adding again could apply it twice, so the client stops and says what it knows.
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real_placement) == [
+    assert real.wire() == [
         *_reads_first(cache_ttl, path),
         ("PUT", path, 204),
         ("GET", path, 200),
     ]
     error = caught.value
     # An update names no type: none is sent, and the 1.28 re-read shows none.
-    assert error.sent == AllocationWrite(consumer, {compute_node: {"VCPU": 3}}, 1, PROJECT, USER)
+    assert error.sent == AllocationWrite(consumer, {real.node: {"VCPU": 3}}, 1, PROJECT, USER)
     assert error.state == ConsumerAllocations(
-        consumer, {compute_node: {"VCPU": 3}}, 2, PROJECT, USER, None
+        consumer, {real.node: {"VCPU": 3}}, 2, PROJECT, USER, None
     )
     assert error.outcome_unknown is True
     assert (error.method, error.url, error.consumer_uuid) == ("PUT", path, consumer)
     # Applied exactly once.
-    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 3}})
-    assert placement_admin.usages(compute_node)["VCPU"] == 3
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 3}})
+    assert real.admin.usages(real.node)["VCPU"] == 3
 
 
 @TTLS
 def test_lost_answer_to_a_release_that_landed_is_success_without_writing_again(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     cache_ttl: float,
 ) -> None:
     adapter, client, consumer = claimed_then_losing(
-        real_placement, cache_ttl, {compute_node: {"VCPU": 1}}
+        real.placement, cache_ttl, {real.node: {"VCPU": 1}}
     )
 
     client.release(consumer)
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real_placement) == [
+    assert real.wire() == [
         *_reads_first(cache_ttl, path),
         ("PUT", path, 204),
         ("GET", path, 200),
     ]
-    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
-    assert placement_admin.usages(compute_node)["VCPU"] == 0
+    assert real.admin.get_allocations(consumer) == {"allocations": {}}
+    assert real.admin.usages(real.node)["VCPU"] == 0
 
 
 def _seed(admin: PlacementAdmin, consumer: str, rp: str) -> None:
@@ -238,64 +230,58 @@ def _seed(admin: PlacementAdmin, consumer: str, rp: str) -> None:
     assert admin.put_allocations(consumer, body).status_code == 204
 
 
-def test_claim_of_a_new_consumer_whose_answer_was_lost_is_never_sent_again(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_claim_of_a_new_consumer_whose_answer_was_lost_is_never_sent_again(real: Real) -> None:
     """Still missing after a reset: the create may have landed and been deleted since."""
     adapter = LosingAdapter("PUT", deliver=False)
-    client = _client_over(real_placement.url, adapter, retry=fast_retry())
+    client = _client_over(real.placement.url, adapter, retry=fast_retry())
     consumer = new_id()
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
     with pytest.raises(OutcomeUnknown) as caught:
-        claim(client, consumer, {compute_node: {"VCPU": 2}})
+        claim(client, consumer, {real.node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real_placement) == [("GET", path, 200)]
+    assert real.wire() == [("GET", path, 200)]
     assert caught.value.sent.consumer_generation is None
-    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert real.admin.get_allocations(consumer) == {"allocations": {}}
 
 
-def test_update_whose_request_never_left_is_written_once_after_reading(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_update_whose_request_never_left_is_written_once_after_reading(real: Real) -> None:
     """At the carried generation, holding the premise: not landed, written again."""
     consumer = new_id()
-    _seed(placement_admin, consumer, compute_node)
+    _seed(real.admin, consumer, real.node)
     adapter = LosingAdapter("PUT", deliver=False)
-    client = _client_over(real_placement.url, adapter, retry=fast_retry())
-    real_placement.clear_requests_seen()
+    client = _client_over(real.placement.url, adapter, retry=fast_retry())
+    real.placement.clear_requests_seen()
 
-    state = update(client, consumer, replace_allocations({compute_node: {"VCPU": 2}}))
+    state = update(client, consumer, replace_allocations({real.node: {"VCPU": 2}}))
 
     path = f"/allocations/{consumer}"
     assert adapter.lost == [f"PUT {path}"]
-    assert wire(real_placement) == [("GET", path, 200), ("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 2
-    assert holds(placement_admin, consumer) == (2, {compute_node: {"VCPU": 2}})
+    assert real.holds(consumer) == (2, {real.node: {"VCPU": 2}})
 
 
-def test_answers_lost_beyond_the_retry_policy_raise_placement_unavailable(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_answers_lost_beyond_the_retry_policy_raise_placement_unavailable(real: Real) -> None:
     consumer = new_id()
-    _seed(placement_admin, consumer, compute_node)
+    _seed(real.admin, consumer, real.node)
     adapter = LosingAdapter("PUT", deliver=False, times=3)
-    client = _client_over(real_placement.url, adapter, retry=fast_retry(attempts=3))
-    real_placement.clear_requests_seen()
+    client = _client_over(real.placement.url, adapter, retry=fast_retry(attempts=3))
+    real.placement.clear_requests_seen()
 
     with pytest.raises(PlacementUnavailable) as caught:
-        update(client, consumer, replace_allocations({compute_node: {"VCPU": 2}}))
+        update(client, consumer, replace_allocations({real.node: {"VCPU": 2}}))
 
     path = f"/allocations/{consumer}"
     assert len(adapter.lost) == 3
     # Each attempt looked before trying again; no write ever reached Placement, but the
     # client cannot know that: the last one may still land.
-    assert wire(real_placement) == [("GET", path, 200)] * 4
+    assert real.wire() == [("GET", path, 200)] * 4
     assert isinstance(caught.value, OutcomeUnknown)
     assert (caught.value.method, caught.value.url) == ("PUT", path)
-    assert held(placement_admin.get_allocations(consumer)) == {compute_node: {"VCPU": 1}}
+    assert held(real.admin.get_allocations(consumer)) == {real.node: {"VCPU": 1}}
 
 
 # -- a real crash: the server process is killed, then restarted ------------------------------------

@@ -10,12 +10,12 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import pytest
 
 from reportclient import InvalidInput, MicroversionUnsupported, PlacementClient, add_allocations
-from reportclient.testing import EmbeddedPlacement, PlacementAdmin
+from reportclient.testing import EmbeddedPlacement
 from tests.functional._helpers import (
     JOIN_TIMEOUT,
+    Real,
     claim,
     held,
-    holds,
     make_cached_client,
     make_client,
     new_id,
@@ -25,95 +25,85 @@ from tests.functional._helpers import (
 )
 
 
-def test_client_pinned_to_1_28_claims_at_1_28_without_consumer_type(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_client(real_placement, microversion="1.28")
+def test_client_pinned_to_1_28_claims_at_1_28_without_consumer_type(real: Real) -> None:
+    client = real.client(microversion="1.28")
     consumer = new_id()
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    state = claim(client, consumer, {compute_node: {"VCPU": 1}})
+    state = claim(client, consumer, {real.node: {"VCPU": 1}})
 
     # Placement refuses consumer_type below 1.38 with a 400, so a 204 proves none was sent.
-    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
-    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
+    assert [r.microversion for r in real.placement.requests_seen] == ["1.28"]
     assert state.generation == 1
     assert state.consumer_type is None
-    raw = placement_admin.get_allocations(consumer)
+    raw = real.admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 1
     assert raw["consumer_type"] == "unknown"  # what Placement shows for a typeless consumer
-    assert held(raw) == {compute_node: {"VCPU": 1}}
+    assert held(raw) == {real.node: {"VCPU": 1}}
 
 
-def test_client_pinned_to_1_28_recovers_when_consumer_was_deleted_by_another_writer(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+@pytest.mark.parametrize(
+    ("make", "tried_first"),
+    [
+        # The cached generation is sent, refused, re-read: the consumer is created anew.
+        pytest.param(make_cached_client, [("PUT", 409)], id="cached-recovers-after-a-409"),
+        # The default TTL reads first, finds the consumer gone and re-creates it.
+        pytest.param(make_client, [], id="default-ttl-reads-and-recreates"),
+    ],
+)
+def test_client_pinned_to_1_28_recreates_a_consumer_deleted_by_another_writer(
+    real: Real,
+    make: Callable[..., PlacementClient],
+    tried_first: list[tuple[str, int]],
 ) -> None:
-    client = make_cached_client(real_placement, microversion="1.28")
+    client = make(real.placement, microversion="1.28")
     consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
+    claim(client, consumer, {real.node: {"VCPU": 1}})
+    emptied = real.admin.put_allocations(consumer, raw_body({}, 1))
     assert emptied.status_code == 204, emptied.text
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
+    state = claim(client, consumer, {real.node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 3
+    expected = [(method, path, status) for method, status in tried_first]
+    expected += [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == expected
+    assert [r.microversion for r in real.placement.requests_seen] == ["1.28"] * len(expected)
     assert state.generation == 1
-    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 2}})
 
 
-def test_client_pinned_to_1_28_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_client(real_placement, microversion="1.28")
+def test_client_pinned_to_1_28_releases_with_the_cached_generation(real: Real) -> None:
+    client = real.cached_client(microversion="1.28")
     consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    emptied = placement_admin.put_allocations(consumer, raw_body({}, 1))
-    assert emptied.status_code == 204, emptied.text
-    real_placement.clear_requests_seen()
-
-    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
-
-    path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
-    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 2
-    assert state.generation == 1
-    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
-
-
-def test_client_pinned_to_1_28_releases_with_the_cached_generation(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_cached_client(real_placement, microversion="1.28")
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    real_placement.clear_requests_seen()
+    claim(client, consumer, {real.node: {"VCPU": 1}})
+    real.placement.clear_requests_seen()
 
     client.release(consumer)
 
-    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
-    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"]
-    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
-    assert placement_admin.usages(compute_node)["VCPU"] == 0
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
+    assert [r.microversion for r in real.placement.requests_seen] == ["1.28"]
+    assert real.admin.get_allocations(consumer) == {"allocations": {}}
+    assert real.admin.usages(real.node)["VCPU"] == 0
 
 
 def test_client_pinned_to_1_28_with_the_default_ttl_releases_with_the_generation_it_reads(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real: Real,
 ) -> None:
-    client = make_client(real_placement, microversion="1.28")
+    client = real.client(microversion="1.28")
     consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    real_placement.clear_requests_seen()
+    claim(client, consumer, {real.node: {"VCPU": 1}})
+    real.placement.clear_requests_seen()
 
     client.release(consumer)
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
-    assert [r.microversion for r in real_placement.requests_seen] == ["1.28"] * 2
-    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
-    assert placement_admin.usages(compute_node)["VCPU"] == 0
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
+    assert [r.microversion for r in real.placement.requests_seen] == ["1.28"] * 2
+    assert real.admin.get_allocations(consumer) == {"allocations": {}}
+    assert real.admin.usages(real.node)["VCPU"] == 0
 
 
 def test_negotiated_client_reports_1_39_after_one_get_root(
@@ -139,57 +129,51 @@ def test_pinned_client_reports_its_version_without_a_request(
     assert wire(real_placement) == []
 
 
-def test_client_pinned_to_1_38_writes_the_consumer_type_it_is_given(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_client(real_placement, microversion="1.38")
+def test_client_pinned_to_1_38_writes_the_consumer_type_it_is_given(real: Real) -> None:
+    client = real.client(microversion="1.38")
     consumer = new_id()
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    state = claim(client, consumer, {compute_node: {"VCPU": 1}}, consumer_type="MIGRATION")
+    state = claim(client, consumer, {real.node: {"VCPU": 1}}, consumer_type="MIGRATION")
 
-    assert [r.microversion for r in real_placement.requests_seen] == ["1.38"]
+    assert [r.microversion for r in real.placement.requests_seen] == ["1.38"]
     assert state.consumer_type == "MIGRATION"
-    raw = placement_admin.request("GET", f"/allocations/{consumer}", microversion="1.39").json()
+    raw = real.admin.request("GET", f"/allocations/{consumer}", microversion="1.39").json()
     assert raw["consumer_type"] == "MIGRATION"
     assert raw["consumer_generation"] == 1
 
 
 def test_release_at_1_38_of_an_uncached_migration_consumer_reads_then_deletes_it(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+    real: Real,
 ) -> None:
     consumer = new_id()
-    placement_admin.put_allocations(
-        consumer, raw_body({compute_node: {"VCPU": 1}}, None, consumer_type="MIGRATION")
+    real.admin.put_allocations(
+        consumer, raw_body({real.node: {"VCPU": 1}}, None, consumer_type="MIGRATION")
     ).raise_for_status()
-    client = make_client(real_placement, microversion="1.38")
-    real_placement.clear_requests_seen()
+    client = real.client(microversion="1.38")
+    real.placement.clear_requests_seen()
 
     client.release(consumer)
 
     # The PUT needs a consumer_type at 1.38; the one Placement reported is sent back.
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
-    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
-    assert placement_admin.usages(compute_node)["VCPU"] == 0
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.admin.get_allocations(consumer) == {"allocations": {}}
+    assert real.admin.usages(real.node)["VCPU"] == 0
 
 
-def test_update_without_consumer_type_keeps_the_consumers_type(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_client(real_placement)
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}}, consumer_type="MIGRATION")
-    real_placement.clear_requests_seen()
+def test_update_without_consumer_type_keeps_the_consumers_type(real: Real) -> None:
+    client, consumer = real.claimed({real.node: {"VCPU": 1}}, consumer_type="MIGRATION")
+    real.placement.clear_requests_seen()
 
-    update(client, consumer, add_allocations({compute_node: {"VCPU": 1}}))
+    update(client, consumer, add_allocations({real.node: {"VCPU": 1}}))
 
     # Sent with no type, at the lowest version with consumer generations
     # (the cheapest for Placement, see LEAN_VERSION), and Placement keeps the type.
-    seen = [(r.method, r.microversion) for r in real_placement.requests_seen]
+    seen = [(r.method, r.microversion) for r in real.placement.requests_seen]
     assert seen == [("GET", "1.28"), ("PUT", "1.28")]
-    raw = placement_admin.get_allocations(consumer)
-    assert held(raw) == {compute_node: {"VCPU": 2}}
+    raw = real.admin.get_allocations(consumer)
+    assert held(raw) == {real.node: {"VCPU": 2}}
     assert raw["consumer_type"] == "MIGRATION"
 
 

@@ -7,7 +7,7 @@ import requests
 
 import reportclient
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import PROJECT, USER, held, make_client, new_id, raw_body, wire
+from tests.functional._helpers import PROJECT, USER, Real, held, make_client, new_id, raw_body, wire
 from tests.functional._scheduling import hooked_client
 
 VCPU_2 = {"VCPU": 2}
@@ -19,27 +19,25 @@ def _instance(admin: PlacementAdmin, rp: str, amounts: dict[str, int] = VCPU_2) 
     return vm
 
 
-def test_move_to_a_new_migration_record_is_one_post_and_keeps_usage(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_client(real_placement)
-    vm, migration = _instance(placement_admin, compute_node), new_id()
-    before = placement_admin.usages(compute_node)["VCPU"]
-    real_placement.clear_requests_seen()
+def test_move_to_a_new_migration_record_is_one_post_and_keeps_usage(real: Real) -> None:
+    client = real.client()
+    vm, migration = _instance(real.admin, real.node), new_id()
+    before = real.admin.usages(real.node)["VCPU"]
+    real.placement.clear_requests_seen()
 
     move = client.move_allocations(vm, migration, target_consumer_type="MIGRATION")
 
-    assert wire(real_placement) == [
+    assert real.wire() == [
         ("GET", f"/allocations/{vm}", 200),
         ("GET", f"/allocations/{migration}", 200),
         ("POST", "/allocations", 204),
     ]
-    assert placement_admin.get_allocations(vm) == {"allocations": {}}
-    raw = placement_admin.get_allocations(migration)
-    assert held(raw) == {compute_node: VCPU_2}
+    assert real.admin.get_allocations(vm) == {"allocations": {}}
+    raw = real.admin.get_allocations(migration)
+    assert held(raw) == {real.node: VCPU_2}
     assert raw["consumer_type"] == "MIGRATION" and raw["project_id"] == PROJECT
     assert raw["consumer_generation"] == move.target.generation == 1
-    assert placement_admin.usages(compute_node)["VCPU"] == before
+    assert real.admin.usages(real.node)["VCPU"] == before
 
 
 def test_move_of_a_consumer_holding_nothing_is_nothing_to_move(
@@ -51,91 +49,81 @@ def test_move_of_a_consumer_holding_nothing_is_nothing_to_move(
     assert [m for m, _, _ in wire(real_placement)][-1] == "GET"
 
 
-def test_move_onto_a_target_holding_unexpected_allocations_writes_nothing(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_client(real_placement)
-    vm = _instance(placement_admin, compute_node)
-    target = _instance(placement_admin, compute_node, {"VCPU": 1})
+def test_move_onto_a_target_holding_unexpected_allocations_writes_nothing(real: Real) -> None:
+    client = real.client()
+    vm = _instance(real.admin, real.node)
+    target = _instance(real.admin, real.node, {"VCPU": 1})
 
     with pytest.raises(reportclient.ConsumerChanged):
         client.move_allocations(vm, target)
 
-    assert held(placement_admin.get_allocations(vm)) == {compute_node: VCPU_2}
-    assert held(placement_admin.get_allocations(target)) == {compute_node: {"VCPU": 1}}
+    assert held(real.admin.get_allocations(vm)) == {real.node: VCPU_2}
+    assert held(real.admin.get_allocations(target)) == {real.node: {"VCPU": 1}}
 
 
-def test_move_conflict_rereads_both_and_moves_what_the_source_holds_then(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    vm, migration = _instance(placement_admin, compute_node), new_id()
+def test_move_conflict_rereads_both_and_moves_what_the_source_holds_then(real: Real) -> None:
+    vm, migration = _instance(real.admin, real.node), new_id()
     acted = []
 
     def grow_source_after_target_read(response: requests.Response) -> None:
         # After the client read the target (and before its POST) the instance grows.
         if not acted and response.request.method == "GET" and migration in response.url:
             acted.append(True)
-            body = raw_body({compute_node: {"VCPU": 3}}, 1)
-            assert placement_admin.put_allocations(vm, body).status_code == 204
+            body = raw_body({real.node: {"VCPU": 3}}, 1)
+            assert real.admin.put_allocations(vm, body).status_code == 204
 
-    client = hooked_client(real_placement, grow_source_after_target_read)
-    real_placement.clear_requests_seen()
+    client = hooked_client(real.placement, grow_source_after_target_read)
+    real.placement.clear_requests_seen()
 
     move = client.move_allocations(vm, migration)
 
-    statuses = [(m, s) for m, _, s in wire(real_placement) if m == "POST"]
+    statuses = [(m, s) for m, _, s in real.wire() if m == "POST"]
     assert statuses == [("POST", 409), ("POST", 204)]
-    assert move.moved == {compute_node: {"VCPU": 3}}
-    assert held(placement_admin.get_allocations(migration)) == {compute_node: {"VCPU": 3}}
-    assert placement_admin.get_allocations(vm) == {"allocations": {}}
+    assert move.moved == {real.node: {"VCPU": 3}}
+    assert held(real.admin.get_allocations(migration)) == {real.node: {"VCPU": 3}}
+    assert real.admin.get_allocations(vm) == {"allocations": {}}
 
 
-def test_migration_moves_the_source_and_claims_the_destination_in_one_request(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    dest = placement_admin.create_provider(inventory={"VCPU": {"total": 8}})
-    client = make_client(real_placement)
-    vm, migration = _instance(placement_admin, compute_node), new_id()
+def test_migration_moves_the_source_and_claims_the_destination_in_one_request(real: Real) -> None:
+    dest = real.admin.create_provider(inventory={"VCPU": {"total": 8}})
+    client = real.client()
+    vm, migration = _instance(real.admin, real.node), new_id()
 
     client.move_allocations(vm, migration, source_allocations={dest: VCPU_2})
 
-    assert held(placement_admin.get_allocations(vm)) == {dest: VCPU_2}
-    assert held(placement_admin.get_allocations(migration)) == {compute_node: VCPU_2}
+    assert held(real.admin.get_allocations(vm)) == {dest: VCPU_2}
+    assert held(real.admin.get_allocations(migration)) == {real.node: VCPU_2}
 
 
-def test_write_many_is_all_or_nothing_when_one_provider_lacks_room(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    small = placement_admin.create_provider(inventory={"VCPU": {"total": 1}})
-    client = make_client(real_placement)
+def test_write_many_is_all_or_nothing_when_one_provider_lacks_room(real: Real) -> None:
+    small = real.admin.create_provider(inventory={"VCPU": {"total": 1}})
+    client = real.client()
     a, b = new_id(), new_id()
 
     with pytest.raises(reportclient.CapacityExceeded):
         client.write_many(
-            {a: {compute_node: {"VCPU": 1}}, b: {small: {"VCPU": 2}}},
+            {a: {real.node: {"VCPU": 1}}, b: {small: {"VCPU": 2}}},
             project_id=PROJECT,
             user_id=USER,
         )
 
-    assert placement_admin.get_allocations(a) == {"allocations": {}}
-    assert placement_admin.get_allocations(b) == {"allocations": {}}
+    assert real.admin.get_allocations(a) == {"allocations": {}}
+    assert real.admin.get_allocations(b) == {"allocations": {}}
 
 
-def test_write_many_updates_and_claims_together(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_client(real_placement)
-    vm, other = _instance(placement_admin, compute_node), new_id()
+def test_write_many_updates_and_claims_together(real: Real) -> None:
+    client = real.client()
+    vm, other = _instance(real.admin, real.node), new_id()
 
     states = client.write_many(
         {
-            vm: reportclient.add_allocations({compute_node: {"VCPU": 1}}),
-            other: {compute_node: VCPU_2},
+            vm: reportclient.add_allocations({real.node: {"VCPU": 1}}),
+            other: {real.node: VCPU_2},
         },
         project_id=PROJECT,
         user_id=USER,
     )
 
-    assert held(placement_admin.get_allocations(vm)) == {compute_node: {"VCPU": 3}}
-    assert states[vm].generation == placement_admin.get_allocations(vm)["consumer_generation"]
-    assert held(placement_admin.get_allocations(other)) == {compute_node: VCPU_2}
+    assert held(real.admin.get_allocations(vm)) == {real.node: {"VCPU": 3}}
+    assert states[vm].generation == real.admin.get_allocations(vm)["consumer_generation"]
+    assert held(real.admin.get_allocations(other)) == {real.node: VCPU_2}

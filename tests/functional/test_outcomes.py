@@ -30,11 +30,10 @@ from reportclient import (
     add_allocations,
 )
 from reportclient.testing import PlacementAdmin, PlacementServer
-from tests.functional._helpers import LATEST, claim, new_id, update, wire
+from tests.functional._helpers import LATEST, claim, holds, new_id, update, wire
 from tests.functional._outcome_helpers import (
     FaultTally,
     client_for,
-    holdings,
     no_sleep_retry,
     other_writer_puts,
     vcpu,
@@ -141,6 +140,23 @@ def claimed(admin: PlacementAdmin, rp: str) -> Callable[[], int]:
     return lambda: admin.usages(rp)["VCPU"] // 8
 
 
+def assert_unknown_yet_added_once(
+    error: object,
+    proxy: FaultProxy,
+    actions: list[str],
+    server: PlacementServer,
+    admin: PlacementAdmin,
+    consumer: str,
+    rp: str,
+) -> None:
+    """The client reported OutcomeUnknown after the proxy took ``actions``, yet Placement saw
+    one successful PUT and holds the add of VCPU 1 exactly once (generation 2, VCPU 2)."""
+    assert isinstance(error, OutcomeUnknown)
+    assert [r.action for r in proxy.log] == actions
+    assert puts_seen(server, consumer) == [204]
+    assert holds(admin, consumer) == (2, {rp: {"VCPU": 2}})
+
+
 def puts_seen(server: PlacementServer, consumer: str) -> list[int]:
     return [s for m, p, s in wire(server) if m == "PUT" and p == f"/allocations/{consumer}"]
 
@@ -160,7 +176,7 @@ def test_lost_add_then_another_writer_before_the_reread_is_outcome_unknown_appli
 
     running: Future[Any] = worker.submit(add_one(client, consumer, rp))
     assert reread.applied.wait(WAIT), "the client never re-read after the lost answer"
-    generation, theirs = holdings(admin, consumer)
+    generation, theirs = holds(admin, consumer)
     assert (generation, theirs) == (2, {rp: {"VCPU": 2}})  # the lost write had landed
     other_writer_puts(admin, consumer, {**theirs, other_rp: {"VCPU": 1}}, 2)
     reread.forward()
@@ -171,7 +187,7 @@ def test_lost_add_then_another_writer_before_the_reread_is_outcome_unknown_appli
     assert isinstance(error, OutcomeUnknown)
     assert (error.sent.consumer_generation, error.sent.allocations) == (1, {rp: {"VCPU": 2}})
     assert error.state is not None and error.state.generation == 3
-    assert holdings(admin, consumer) == (3, {rp: {"VCPU": 2}, other_rp: {"VCPU": 1}})
+    assert holds(admin, consumer) == (3, {rp: {"VCPU": 2}, other_rp: {"VCPU": 1}})
 
 
 # -- 2. the answer is lost and the immediate re-read fails too ------------------------------
@@ -191,10 +207,9 @@ def test_lost_add_whose_reread_fails_is_outcome_unknown_and_not_resent(
         fault, add_one(client_for(proxy.url), consumer, rp), added(admin, consumer, rp)
     )
 
-    assert isinstance(error, OutcomeUnknown)
-    assert [r.action for r in proxy.log] == ["delay", "drop_answer", "answer", "pass"]
-    assert puts_seen(server, consumer) == [204]
-    assert holdings(admin, consumer) == (2, {rp: {"VCPU": 2}})
+    assert_unknown_yet_added_once(
+        error, proxy, ["delay", "drop_answer", "answer", "pass"], server, admin, consumer, rp
+    )
 
 
 def test_lost_claim_whose_reread_fails_is_success_not_capacity_exceeded(
@@ -212,7 +227,7 @@ def test_lost_claim_whose_reread_fails_is_success_not_capacity_exceeded(
     assert state.generation == 1
     assert [r.action for r in proxy.log] == ["drop_answer", "answer", "pass"]
     assert puts_seen(server, consumer) == [204]
-    assert holdings(admin, consumer) == (1, {rp: {"VCPU": 8}})
+    assert holds(admin, consumer) == (1, {rp: {"VCPU": 8}})
 
 
 # -- 3. the slow write: it commits after the client's re-read showed the old generation -----
@@ -236,7 +251,7 @@ def test_slow_add_committing_after_the_reread_is_outcome_unknown_applied_once(
     assert isinstance(error, OutcomeUnknown)
     # the late write landed; the client's second write, carrying the same generation, cannot
     assert puts_seen(server, consumer) == [204, 409]
-    assert holdings(admin, consumer) == (2, {rp: {"VCPU": 2}})
+    assert holds(admin, consumer) == (2, {rp: {"VCPU": 2}})
 
 
 def test_slow_claim_committing_after_the_reread_is_outcome_unknown_applied_once(
@@ -262,7 +277,7 @@ def test_slow_claim_committing_after_the_reread_is_outcome_unknown_applied_once(
 
     assert isinstance(state, OutcomeUnknown), state
     assert puts_seen(server, consumer) == [204]
-    assert holdings(admin, consumer) == (1, {rp: {"VCPU": 8}})
+    assert holds(admin, consumer) == (1, {rp: {"VCPU": 8}})
 
 
 # -- 4. a 5xx after the commit ---------------------------------------------------------------
@@ -283,7 +298,7 @@ def test_add_answered_5xx_after_commit_is_outcome_unknown_applied_once(
     )
 
     assert isinstance(error, OutcomeUnknown)
-    assert holdings(admin, consumer) == (2, {rp: {"VCPU": 2}})
+    assert holds(admin, consumer) == (2, {rp: {"VCPU": 2}})
 
 
 @STATUSES
@@ -297,7 +312,7 @@ def test_claim_answered_5xx_after_commit_is_success(
     state = TALLY.record(fault, claim_all(client_for(proxy.url), consumer, rp), claimed(admin, rp))
 
     assert not isinstance(state, PlacementError), state
-    assert holdings(admin, consumer) == (1, {rp: {"VCPU": 8}})
+    assert holds(admin, consumer) == (1, {rp: {"VCPU": 8}})
 
 
 # -- 5. the server is killed after the commit, and restarted before the next read -----------
@@ -348,7 +363,7 @@ def test_add_whose_server_crashed_after_commit_is_outcome_unknown_applied_once(
 
     assert isinstance(error, OutcomeUnknown)
     assert reread_died(proxy)
-    assert holdings(admin, consumer) == (2, {rp: {"VCPU": 2}})
+    assert holds(admin, consumer) == (2, {rp: {"VCPU": 2}})
 
 
 def test_claim_whose_server_crashed_after_commit_is_success(
@@ -366,7 +381,7 @@ def test_claim_whose_server_crashed_after_commit_is_success(
 
     assert not isinstance(state, PlacementError), state
     assert reread_died(proxy)
-    assert holdings(admin, consumer) == (1, {rp: {"VCPU": 8}})
+    assert holds(admin, consumer) == (1, {rp: {"VCPU": 8}})
 
 
 # -- 6. replays below the client -------------------------------------------------------------
@@ -412,10 +427,9 @@ def test_a_session_retrying_only_gets_never_replays_a_lost_put(
     fault = "answer lost under a GET-only urllib3 Retry"
     error = TALLY.record(fault, add_one(client, consumer, rp), added(admin, consumer, rp))
 
-    assert isinstance(error, OutcomeUnknown)
-    assert [r.action for r in proxy.log] == ["delay", "drop_answer", "drop_answer", "pass"]
-    assert puts_seen(server, consumer) == [204]
-    assert holdings(admin, consumer) == (2, {rp: {"VCPU": 2}})
+    assert_unknown_yet_added_once(
+        error, proxy, ["delay", "drop_answer", "drop_answer", "pass"], server, admin, consumer, rp
+    )
 
 
 # -- 8. the same arithmetic on a provider generation -----------------------------------------

@@ -18,6 +18,7 @@ from tests.functional._helpers import (
     run_together,
     wire,
 )
+from tests.functional._reshape import SERVICE, vgpu_consumer_before_reshape
 
 
 def _get(admin: PlacementAdmin, path: str) -> Any:
@@ -174,15 +175,9 @@ def test_two_agents_reconciling_one_tree_concurrently_lose_no_change(
 def test_reshape_moves_vgpu_inventory_and_allocation_to_a_child(
     real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin
 ) -> None:
-    # Placement's reshaper policy is role:service (not admin), as nova's service token has.
-    service = {"X-Roles": "admin,service"}
-    client = make_client(real_placement, retry=fast_retry(), additional_headers=service)
+    client = make_client(real_placement, retry=fast_retry(), additional_headers=SERVICE)
+    root, child, consumer = vgpu_consumer_before_reshape(client)
     providers = client.providers
-    root = providers.create_provider(f"cn-{new_id()}").uuid
-    child = providers.create_provider(f"pgpu-{new_id()}", parent_provider_uuid=root).uuid
-    providers.set_inventories(root, {"VCPU": 8, "VGPU": 4})
-    consumer = new_id()
-    claim(client, consumer, {root: {"VCPU": 2, "VGPU": 1}})
     # Another writer resizes the consumer first: the reshape must move what is there now.
     placement_admin.put_allocations(consumer, raw_body({root: {"VCPU": 2, "VGPU": 2}}, 1))
 

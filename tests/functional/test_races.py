@@ -23,11 +23,10 @@ from tests.functional._helpers import (
     JOIN_TIMEOUT,
     PROJECT,
     USER,
+    Real,
     claim,
     fast_retry,
     held,
-    holds,
-    make_cached_client,
     make_client,
     new_id,
     raw_body,
@@ -52,23 +51,19 @@ def _delete_consumer_behind_the_clients_back(
 
 
 def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    client = make_cached_client(real_placement)
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
+    client, consumer = real.claimed({real.node: {"VCPU": 1}}, cached=True)
     assert client.cached(consumer).generation == 1  # type: ignore[union-attr]
-    _delete_consumer_behind_the_clients_back(placement_admin, consumer, 1)
-    real_placement.clear_requests_seen()
+    _delete_consumer_behind_the_clients_back(real.admin, consumer, 1)
+    real.placement.clear_requests_seen()
 
     with caplog.at_level(logging.DEBUG, logger="reportclient"):
-        state = claim(client, consumer, {compute_node: {"VCPU": 2}})
+        state = claim(client, consumer, {real.node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
     # The 409 the client retried is Placement's consumer conflict for a deleted consumer. A stale
     # cache is no contention: the retry is logged at DEBUG and nothing at WARNING or above.
     mine = [r for r in caplog.records if r.name.startswith("reportclient")]
@@ -79,46 +74,42 @@ def test_claim_recovers_when_consumer_was_deleted_by_another_writer(
     assert "consumer generation conflict - expected null but got 1" in retries[0].getMessage()
     assert [r for r in mine if r.levelno >= logging.WARNING] == []
     assert state.generation == 1
-    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
 def test_claim_with_the_default_ttl_reads_a_deleted_consumer_and_recreates_it_in_two_requests(
-    real_placement: EmbeddedPlacement,
-    placement_admin: PlacementAdmin,
-    compute_node: str,
+    real: Real,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # No retry at all: reading first, the client never sends the stale generation.
-    client = make_client(real_placement, retry=NO_RETRY)
+    client = real.client(retry=NO_RETRY)
     consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
+    claim(client, consumer, {real.node: {"VCPU": 1}})
     assert client.cached(consumer).generation == 1  # type: ignore[union-attr]
-    _delete_consumer_behind_the_clients_back(placement_admin, consumer, 1)
-    real_placement.clear_requests_seen()
+    _delete_consumer_behind_the_clients_back(real.admin, consumer, 1)
+    real.placement.clear_requests_seen()
 
     with caplog.at_level(logging.WARNING, logger="reportclient"):
-        state = claim(client, consumer, {compute_node: {"VCPU": 2}})
+        state = claim(client, consumer, {real.node: {"VCPU": 2}})
 
     path = f"/allocations/{consumer}"
     # GET shows the consumer missing; the PUT creates it anew (consumer_generation null).
-    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert [r.getMessage() for r in caplog.records if r.name.startswith("reportclient")] == []
     assert state.generation == 1
-    assert holds(placement_admin, consumer) == (1, {compute_node: {"VCPU": 2}})
+    assert real.holds(consumer) == (1, {real.node: {"VCPU": 2}})
     assert client.cached(consumer) == state
 
 
-def test_stale_claim_after_delete_is_refused_with_expected_null_but_got_1(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    client = make_cached_client(real_placement, retry=NO_RETRY)
+def test_stale_claim_after_delete_is_refused_with_expected_null_but_got_1(real: Real) -> None:
+    client = real.cached_client(retry=NO_RETRY)
     consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 1}})
-    _delete_consumer_behind_the_clients_back(placement_admin, consumer, 1)
+    claim(client, consumer, {real.node: {"VCPU": 1}})
+    _delete_consumer_behind_the_clients_back(real.admin, consumer, 1)
 
     try:
-        claim(client, consumer, {compute_node: {"VCPU": 2}})
+        claim(client, consumer, {real.node: {"VCPU": 2}})
     except GenerationConflict as exc:
         conflict = exc
     else:
@@ -130,7 +121,7 @@ def test_stale_claim_after_delete_is_refused_with_expected_null_but_got_1(
     assert conflict.consumer_conflict
     assert conflict.attempts == 1
     assert (conflict.request_id or "").startswith("req-")
-    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
+    assert real.admin.get_allocations(consumer) == {"allocations": {}}
     assert client.cached(consumer) is None
 
 
@@ -139,67 +130,61 @@ def test_stale_claim_after_delete_is_refused_with_expected_null_but_got_1(
 # failed write against a provider that does not exist, yet GET shows that consumer as missing.
 
 
-def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consumer(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    consumer = new_id()
-    emptied = placement_admin.put_allocations(
-        consumer, raw_body({}, None, consumer_type="MIGRATION")
-    )
-    assert emptied.status_code == 204, emptied.text
-    assert placement_admin.get_allocations(consumer) == {"allocations": {}}
-    client = make_client(real_placement)
-    real_placement.clear_requests_seen()
-
-    state = claim(client, consumer, {compute_node: {"VCPU": 1}})
+def assert_refused_reread_then_created(real: Real, client: PlacementClient, consumer: str) -> None:
+    """A claim of VCPU 1 on ``consumer``, which Placement shows as missing: sent as new and
+    refused (409), re-read, sent again; the consumer then exists at generation 1 holding the
+    claim, with the type any new consumer gets."""
+    state = claim(client, consumer, {real.node: {"VCPU": 1}})
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 1
-    raw = placement_admin.get_allocations(consumer)
+    raw = real.admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 1}}
+    assert held(raw) == {real.node: {"VCPU": 1}}
     # The claim that makes it appear sets a type, as for any new consumer.
     assert raw["consumer_type"] == "INSTANCE"
 
 
-def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_failed(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
+def test_claim_recovers_when_another_writer_left_an_invisible_generation_0_consumer(
+    real: Real,
 ) -> None:
-    client = make_client(real_placement)
+    consumer = new_id()
+    emptied = real.admin.put_allocations(consumer, raw_body({}, None, consumer_type="MIGRATION"))
+    assert emptied.status_code == 204, emptied.text
+    assert real.admin.get_allocations(consumer) == {"allocations": {}}
+    client = real.client()
+    real.placement.clear_requests_seen()
+
+    assert_refused_reread_then_created(real, client, consumer)
+
+
+def test_claim_elsewhere_succeeds_after_a_claim_against_a_missing_provider_failed(
+    real: Real,
+) -> None:
+    client = real.client()
     consumer = new_id()
     with pytest.raises(PlacementError) as caught:
         claim(client, consumer, {new_id(): {"VCPU": 1}})
     assert caught.value.status == 400
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    state = claim(client, consumer, {compute_node: {"VCPU": 1}})
-
-    path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    assert state.generation == 1
-    raw = placement_admin.get_allocations(consumer)
-    assert raw["consumer_generation"] == 1
-    assert held(raw) == {compute_node: {"VCPU": 1}}
-    # The claim that makes it appear sets a type, as for any new consumer.
-    assert raw["consumer_type"] == "INSTANCE"
+    assert_refused_reread_then_created(real, client, consumer)
 
 
-def test_claim_elsewhere_after_capacity_exceeded_is_one_put(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    full = placement_admin.create_provider(inventory={"VCPU": 1})
-    client = make_client(real_placement)
+def test_claim_elsewhere_after_capacity_exceeded_is_one_put(real: Real) -> None:
+    full = real.admin.create_provider(inventory={"VCPU": 1})
+    client = real.client()
     consumer = new_id()
     with pytest.raises(CapacityExceeded):
         claim(client, consumer, {full: {"VCPU": 2}})
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    state = claim(client, consumer, {compute_node: {"VCPU": 2}})
+    state = claim(client, consumer, {real.node: {"VCPU": 2}})
 
-    assert wire(real_placement) == [("PUT", f"/allocations/{consumer}", 204)]
+    assert real.wire() == [("PUT", f"/allocations/{consumer}", 204)]
     assert state.generation == 1
-    assert placement_admin.get_allocations(consumer)["consumer_generation"] == 1
+    assert real.admin.get_allocations(consumer)["consumer_generation"] == 1
 
 
 # -- the mirror case: another writer changed the consumer ---------------------------------------
@@ -213,123 +198,89 @@ def _change_consumer_behind_the_clients_back(
     assert admin.get_allocations(consumer)["consumer_generation"] == 2
 
 
-def test_update_sees_allocations_written_by_another_writer(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    extra = placement_admin.create_provider(inventory={"VCPU": 4})
-    client = make_cached_client(real_placement)
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 2}})
-    theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
-    _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
+@pytest.mark.parametrize(
+    "cached",
+    [
+        pytest.param(True, id="cached-is-refused-then-sees-the-other-writers-allocations"),
+        pytest.param(False, id="default-ttl-reads-first-and-sees-only-the-other-writers"),
+    ],
+)
+def test_update_sees_allocations_written_by_another_writer(real: Real, cached: bool) -> None:
+    extra = real.admin.create_provider(inventory={"VCPU": 4})
+    mine = {real.node: {"VCPU": 2}}
+    client, consumer = real.claimed(mine, cached=cached)
+    theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
+    _change_consumer_behind_the_clients_back(real.admin, consumer, theirs)
     seen: list[ConsumerAllocations] = []
 
     def mutate(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
         seen.append(current)
-        return {rp: dict(res) for rp, res in current.allocations.items()} | {
-            compute_node: {"VCPU": 5}
-        }
+        return {rp: dict(res) for rp, res in current.allocations.items()} | {real.node: {"VCPU": 5}}
 
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
     update(client, consumer, mutate)
 
-    assert [(s.generation, s.allocations) for s in seen] == [
-        (1, {compute_node: {"VCPU": 2}}),
-        (2, theirs),
-    ]
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("PUT", path, 409), ("GET", path, 200), ("PUT", path, 204)]
-    assert holds(placement_admin, consumer) == (3, {compute_node: {"VCPU": 5}, extra: {"VCPU": 1}})
+    # The cached client's write from its stale state is refused; the default TTL reads first,
+    # so its mutate never sees the stale state, only what the GET returned.
+    stale = [(1, mine)] if cached else []
+    refused = [("PUT", path, 409)] if cached else []
+    assert [(s.generation, s.allocations) for s in seen] == [*stale, (2, theirs)]
+    assert real.wire() == [*refused, ("GET", path, 200), ("PUT", path, 204)]
+    assert real.holds(consumer) == (3, {real.node: {"VCPU": 5}, extra: {"VCPU": 1}})
 
 
-def test_update_with_the_default_ttl_reads_first_and_sees_only_the_other_writers_allocations(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    extra = placement_admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real_placement)
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 2}})
-    theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
-    _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
-    seen: list[ConsumerAllocations] = []
+def test_add_allocations_adds_to_what_another_writer_wrote(real: Real) -> None:
+    extra = real.admin.create_provider(inventory={"VCPU": 4})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}})
+    theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
+    _change_consumer_behind_the_clients_back(real.admin, consumer, theirs)
 
-    def mutate(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
-        seen.append(current)
-        return {rp: dict(res) for rp, res in current.allocations.items()} | {
-            compute_node: {"VCPU": 5}
-        }
+    state = update(client, consumer, add_allocations({real.node: {"VCPU": 1}}))
 
-    real_placement.clear_requests_seen()
-    update(client, consumer, mutate)
-
-    # mutate never sees the stale cached state, only what the GET returned.
-    assert [(s.generation, s.allocations) for s in seen] == [(2, theirs)]
-    path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
-    assert holds(placement_admin, consumer) == (3, {compute_node: {"VCPU": 5}, extra: {"VCPU": 1}})
-
-
-def test_add_allocations_adds_to_what_another_writer_wrote(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    extra = placement_admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real_placement)
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 2}})
-    theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
-    _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
-
-    state = update(client, consumer, add_allocations({compute_node: {"VCPU": 1}}))
-
-    expected = {compute_node: {"VCPU": 4}, extra: {"VCPU": 1}}
+    expected = {real.node: {"VCPU": 4}, extra: {"VCPU": 1}}
     assert state.allocations == expected
     assert state.generation == 3
-    assert holds(placement_admin, consumer) == (3, expected)
-    assert placement_admin.usages(extra)["VCPU"] == 1
+    assert real.holds(consumer) == (3, expected)
+    assert real.admin.usages(extra)["VCPU"] == 1
 
 
-def test_claim_refuses_to_replace_what_another_writer_wrote(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    extra = placement_admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real_placement)
+def test_claim_refuses_to_replace_what_another_writer_wrote(real: Real) -> None:
+    extra = real.admin.create_provider(inventory={"VCPU": 4})
+    client = real.client()
     consumer = new_id()
-    ours = claim(client, consumer, {compute_node: {"VCPU": 2}})
-    theirs = {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
-    _change_consumer_behind_the_clients_back(placement_admin, consumer, theirs)
-    real_placement.clear_requests_seen()
+    ours = claim(client, consumer, {real.node: {"VCPU": 2}})
+    theirs = {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
+    _change_consumer_behind_the_clients_back(real.admin, consumer, theirs)
+    real.placement.clear_requests_seen()
 
     with pytest.raises(ConsumerChanged) as caught:
-        claim(client, consumer, {compute_node: {"VCPU": 6}})
+        claim(client, consumer, {real.node: {"VCPU": 6}})
 
-    assert wire(real_placement) == [("GET", f"/allocations/{consumer}", 200)]
+    assert real.wire() == [("GET", f"/allocations/{consumer}", 200)]
     assert caught.value.known == ours
     # Read at 1.28 (no type asked for, none needed): the state shows no type.
     assert caught.value.state == ConsumerAllocations(consumer, theirs, 2, PROJECT, USER, None)
     assert caught.value.consumer_uuid == consumer
-    assert holds(placement_admin, consumer) == (2, theirs)
-    assert placement_admin.usages(extra)["VCPU"] == 1
+    assert real.holds(consumer) == (2, theirs)
+    assert real.admin.usages(extra)["VCPU"] == 1
 
 
-def test_claim_with_overwrite_replaces_what_another_writer_wrote(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
-    extra = placement_admin.create_provider(inventory={"VCPU": 4})
-    client = make_client(real_placement)
-    consumer = new_id()
-    claim(client, consumer, {compute_node: {"VCPU": 2}})
+def test_claim_with_overwrite_replaces_what_another_writer_wrote(real: Real) -> None:
+    extra = real.admin.create_provider(inventory={"VCPU": 4})
+    client, consumer = real.claimed({real.node: {"VCPU": 2}})
     _change_consumer_behind_the_clients_back(
-        placement_admin, consumer, {compute_node: {"VCPU": 3}, extra: {"VCPU": 1}}
+        real.admin, consumer, {real.node: {"VCPU": 3}, extra: {"VCPU": 1}}
     )
-    real_placement.clear_requests_seen()
+    real.placement.clear_requests_seen()
 
-    state = claim(client, consumer, {compute_node: {"VCPU": 6}}, overwrite=True)
+    state = claim(client, consumer, {real.node: {"VCPU": 6}}, overwrite=True)
 
     path = f"/allocations/{consumer}"
-    assert wire(real_placement) == [("GET", path, 200), ("PUT", path, 204)]
+    assert real.wire() == [("GET", path, 200), ("PUT", path, 204)]
     assert state.generation == 3
-    assert holds(placement_admin, consumer) == (3, {compute_node: {"VCPU": 6}})
-    assert placement_admin.usages(extra)["VCPU"] == 0
+    assert real.holds(consumer) == (3, {real.node: {"VCPU": 6}})
+    assert real.admin.usages(extra)["VCPU"] == 0
 
 
 # -- capacity race: distinct consumers, not enough room for all ----------------------------------
@@ -370,6 +321,17 @@ def _claimed_consumer(real_placement: EmbeddedPlacement, admin: PlacementAdmin) 
     claim(make_client(real_placement), consumer, {rp: {"VCPU": BASE_VCPU}})
     assert admin.get_allocations(consumer)["consumer_generation"] == 1
     return rp, consumer
+
+
+def assert_every_add_landed_once(
+    admin: PlacementAdmin, rp: str, consumer: str, outcomes: list[tuple[str, ConsumerAllocations]]
+) -> None:
+    """THREADS adds of VCPU 1 each landed once, one generation apiece, none lost."""
+    raw = admin.get_allocations(consumer)
+    assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
+    assert raw["consumer_generation"] == 1 + THREADS
+    assert admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
+    assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
 
 
 def _add_one_vcpu(
@@ -424,11 +386,7 @@ def test_concurrent_adds_through_one_shared_client_take_turns(
     assert sorted(wire(real_placement)) == sorted(
         [("GET", path, 200)] * THREADS + [("PUT", path, 204)] * THREADS
     )
-    raw = placement_admin.get_allocations(consumer)
-    assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
-    assert raw["consumer_generation"] == 1 + THREADS
-    assert placement_admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
-    assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
+    assert_every_add_landed_once(placement_admin, rp, consumer, outcomes)
 
 
 def test_concurrent_adds_through_separate_clients_lose_no_update(
@@ -441,11 +399,7 @@ def test_concurrent_adds_through_separate_clients_lose_no_update(
     outcomes = run_together([lambda c=c: _add_one_vcpu(c, consumer, rp, all_read) for c in clients])
 
     assert [kind for kind, _ in outcomes] == ["ok"] * THREADS, outcomes
-    raw = placement_admin.get_allocations(consumer)
-    assert held(raw) == {rp: {"VCPU": BASE_VCPU + THREADS}}
-    assert raw["consumer_generation"] == 1 + THREADS
-    assert placement_admin.usages(rp)["VCPU"] == BASE_VCPU + THREADS
-    assert sorted(state.generation for _, state in outcomes) == list(range(2, THREADS + 2))
+    assert_every_add_landed_once(placement_admin, rp, consumer, outcomes)
 
 
 def test_concurrent_adds_that_outlast_the_retry_policy_raise_generation_conflict(

@@ -35,7 +35,7 @@ from reportclient import (
     remove_providers,
 )
 from reportclient.testing import ConsumerLock, PlacementAdmin, PlacementCluster
-from tests.functional._helpers import LATEST, PROJECT, USER, held, new_id, raw_body
+from tests.functional._helpers import LATEST, PROJECT, USER, holds, new_id, raw_body
 
 pytestmark = pytest.mark.functional
 
@@ -161,17 +161,7 @@ def wait_for_waiting_writes(cluster: PlacementCluster, count: int, running: Futu
 # -- fixtures and helpers --------------------------------------------------------------------
 
 
-@pytest.fixture(params=DATABASES)
-def cluster(request: pytest.FixtureRequest) -> PlacementCluster:
-    """The session's 4-worker gunicorn cluster on each database."""
-    found: PlacementCluster = request.getfixturevalue(f"placement_cluster_{request.param}")
-    return found
-
-
-@pytest.fixture
-def admin(cluster: PlacementCluster) -> Iterator[PlacementAdmin]:
-    with PlacementAdmin(cluster.url, cluster.token) as other:
-        yield other
+# ``cluster`` and its ``admin``: tests/functional/conftest.py.
 
 
 @pytest.fixture
@@ -204,11 +194,6 @@ def client_under_test(
     return slow, client
 
 
-def holdings(admin: PlacementAdmin, consumer: str) -> tuple[int | None, Allocs]:
-    raw = admin.get_allocations(consumer)
-    return raw.get("consumer_generation"), held(raw)
-
-
 def existing(admin: PlacementAdmin, allocations: Allocs) -> str:
     """A consumer another writer created, then rewrote to ``allocations`` (generation N)."""
     consumer = new_id()
@@ -221,7 +206,7 @@ def writes_of(admin: PlacementAdmin, consumer: str, want: Allocs) -> Callable[[]
     """How many writes landed after generation N, if Placement holds ``want`` (else 0)."""
 
     def count() -> int:
-        generation, allocations = holdings(admin, consumer)
+        generation, allocations = holds(admin, consumer)
         return (generation or N) - N if allocations == want else 0
 
     return count
@@ -229,7 +214,7 @@ def writes_of(admin: PlacementAdmin, consumer: str, want: Allocs) -> Callable[[]
 
 def added(admin: PlacementAdmin, consumer: str, rp: str) -> Callable[[], int]:
     """How many +1s Placement holds on top of ``BASE``."""
-    return lambda: holdings(admin, consumer)[1].get(rp, {}).get("VCPU", 0) - BASE
+    return lambda: holds(admin, consumer)[1].get(rp, {}).get("VCPU", 0) - BASE
 
 
 def update(client: PlacementClient, consumer: str, mutate: Mutation) -> Callable[[], Any]:
@@ -257,7 +242,7 @@ def test_slow_add_committing_between_reread_and_retry_is_outcome_unknown_applied
     assert error.sent.allocations == {rp: {"VCPU": BASE + 1}}
     assert error.state is not None
     assert (error.state.generation, error.state.allocations) == (N + 1, {rp: {"VCPU": BASE + 1}})
-    assert holdings(admin, consumer) == (N + 1, {rp: {"VCPU": BASE + 1}})
+    assert holds(admin, consumer) == (N + 1, {rp: {"VCPU": BASE + 1}})
 
 
 def test_slow_claim_committing_between_reread_and_retry_is_success_written_once(
@@ -277,7 +262,7 @@ def test_slow_claim_committing_between_reread_and_retry_is_success_written_once(
     assert slow.puts == [409]
     assert not isinstance(state, PlacementError), state
     assert (state.generation, state.allocations) == (N + 1, want)
-    assert holdings(admin, consumer) == (N + 1, want)
+    assert holds(admin, consumer) == (N + 1, want)
 
 
 def test_slow_remove_providers_committing_between_reread_and_retry_is_success_written_once(
@@ -296,7 +281,7 @@ def test_slow_remove_providers_committing_between_reread_and_retry_is_success_wr
     assert slow.puts == [409]
     assert not isinstance(state, PlacementError), state
     assert (state.generation, state.allocations) == (N + 1, want)
-    assert holdings(admin, consumer) == (N + 1, want)
+    assert holds(admin, consumer) == (N + 1, want)
 
 
 def test_slow_add_whose_retry_queues_behind_it_is_applied_once(
@@ -316,7 +301,7 @@ def test_slow_add_whose_retry_queues_behind_it_is_applied_once(
             cluster.database, partial(running.result, WAIT), added(admin, consumer, rp)
         )
 
-    assert holdings(admin, consumer) == (N + 1, {rp: {"VCPU": BASE + 1}})
+    assert holds(admin, consumer) == (N + 1, {rp: {"VCPU": BASE + 1}})
     if not queued:  # it ended while its writes were parked: it cannot have known the outcome
         assert isinstance(outcome, OutcomeUnknown), outcome
     if isinstance(outcome, PlacementError):

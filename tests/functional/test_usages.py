@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reportclient
 from reportclient.testing import EmbeddedPlacement, PlacementAdmin
-from tests.functional._helpers import USER, make_client, new_id, raw_body
+from tests.functional._helpers import USER, Real, make_client, new_id, raw_body
 
 
 def test_provider_usages_count_every_consumer(
@@ -21,19 +21,17 @@ def test_provider_usages_count_every_consumer(
     assert usages.generation == placement_admin.provider(rp)["generation"]
 
 
-def test_project_usages_by_user_and_consumer_type(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_project_usages_by_user_and_consumer_type(real: Real) -> None:
     project = f"project-{new_id()}"
     for amounts, user, ctype in (
         ({"VCPU": 2}, USER, "INSTANCE"),
         ({"VCPU": 3}, "someone-else", "INSTANCE"),
         ({"VCPU": 1}, USER, "MIGRATION"),
     ):
-        body = raw_body({compute_node: amounts}, None, project_id=project, user_id=user)
+        body = raw_body({real.node: amounts}, None, project_id=project, user_id=user)
         body["consumer_type"] = ctype
-        assert placement_admin.put_allocations(new_id(), body).status_code == 204
-    client = make_client(real_placement)
+        assert real.admin.put_allocations(new_id(), body).status_code == 204
+    client = real.client()
 
     everyone = client.get_usages(project)
     mine = client.get_usages(project, user_id=USER)
@@ -49,13 +47,11 @@ def test_project_usages_by_user_and_consumer_type(
     assert together.by_consumer_type["all"].consumer_count == 3
 
 
-def test_project_usages_below_1_38_are_one_total(
-    real_placement: EmbeddedPlacement, placement_admin: PlacementAdmin, compute_node: str
-) -> None:
+def test_project_usages_below_1_38_are_one_total(real: Real) -> None:
     project = f"project-{new_id()}"
-    body = raw_body({compute_node: {"VCPU": 2}}, None, project_id=project)
-    assert placement_admin.put_allocations(new_id(), body).status_code == 204
-    client = make_client(real_placement, microversion="1.37")
+    body = raw_body({real.node: {"VCPU": 2}}, None, project_id=project)
+    assert real.admin.put_allocations(new_id(), body).status_code == 204
+    client = real.client(microversion="1.37")
 
     usages = client.get_usages(project)
 

@@ -13,7 +13,6 @@ REPORTCLIENT_REQUIRE_DATABASES=1. Every read-back is raw HTTP straight to Placem
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
@@ -22,23 +21,16 @@ from reportclient.testing import PlacementAdmin, PlacementCluster
 from tests.functional._helpers import new_id
 from tests.functional._lost_answers import CommitThenAct, client_over
 
-pytestmark = pytest.mark.functional
+# The races suite's ``cluster`` fixture (tests/races/conftest.py), on MariaDB alone: only
+# MariaDB has the FLOAT columns. Its ``admin`` reads that cluster back.
+pytestmark = [
+    pytest.mark.functional,
+    pytest.mark.parametrize("cluster", ["mariadb"], indirect=True),
+]
 
 RATIO = 16 / 3
 #: What MariaDB's FLOAT gives back for RATIO (Placement's JSON shows it as 5.33333).
 STORED = 5.33333
-
-
-@pytest.fixture
-def mariadb(placement_cluster_mariadb: PlacementCluster) -> PlacementCluster:
-    """The session's 4-worker Placement on MariaDB (only MariaDB has the FLOAT columns)."""
-    return placement_cluster_mariadb
-
-
-@pytest.fixture
-def admin(mariadb: PlacementCluster) -> Iterator[PlacementAdmin]:
-    with PlacementAdmin(mariadb.url, mariadb.token, timeout=60.0) as other:
-        yield other
 
 
 def test_mariadb_stores_the_allocation_ratio_in_single_precision(
@@ -54,7 +46,7 @@ def test_mariadb_stores_the_allocation_ratio_in_single_precision(
 
 
 def test_lost_inventory_add_with_a_float_ratio_is_applied_exactly_once(
-    mariadb: PlacementCluster, admin: PlacementAdmin
+    cluster: PlacementCluster, admin: PlacementAdmin
 ) -> None:
     """+4 VCPU, sent with the configured allocation_ratio 16/3, lands (generation 1 -> 2) and
     its answer is lost. The re-read holds generation 2 with total 12 and ratio 5.33333: exactly
@@ -64,7 +56,7 @@ def test_lost_inventory_add_with_a_float_ratio_is_applied_exactly_once(
     rp = admin.create_provider(inventory={"VCPU": {"total": 8, "allocation_ratio": RATIO}})
     assert admin.provider(rp)["generation"] == 1
     adapter = CommitThenAct("PUT", f"/resource_providers/{rp}/inventories")
-    client = client_over(mariadb.url, adapter)
+    client = client_over(cluster.url, adapter)
 
     def add_four(current: dict[str, rc.Inventory]) -> dict[str, rc.Inventory]:
         # As nova does: the ratio is the configured 16/3, whatever Placement shows now.
@@ -85,12 +77,12 @@ def test_lost_inventory_add_with_a_float_ratio_is_applied_exactly_once(
 
 
 def test_reconcile_of_a_float_ratio_twice_writes_nothing_the_second_time(
-    mariadb: PlacementCluster, admin: PlacementAdmin
+    cluster: PlacementCluster, admin: PlacementAdmin
 ) -> None:
     """The first reconcile creates the provider with VCPU at ratio 16/3; the second finds
     5.33333 stored, which is what Placement makes of 16/3: nothing differs, nothing is
     written, and the provider's generation stays where the first run left it."""
-    client = client_over(mariadb.url)
+    client = client_over(cluster.url)
     uuid = new_id()
     spec = rc.ProviderSpec(
         uuid,

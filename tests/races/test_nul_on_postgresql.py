@@ -9,7 +9,6 @@ cluster (skips without one; fails instead under REPORTCLIENT_REQUIRE_DATABASES=1
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,11 @@ from tests.functional._helpers import raw_body
 from tests.functional._lost_answers import client_over
 from tests.races.runner import new_id, server_errors
 
-pytestmark = pytest.mark.functional
+# The races suite's ``cluster`` fixture (tests/races/conftest.py), on PostgreSQL alone.
+pytestmark = [
+    pytest.mark.functional,
+    pytest.mark.parametrize("cluster", ["postgresql"], indirect=True),
+]
 
 NUL = "owner\x00x"
 
@@ -39,31 +42,20 @@ class _Counting(HTTPAdapter):
         return super().send(request, *args, **kwargs)
 
 
-@pytest.fixture
-def postgresql(placement_cluster_postgresql: PlacementCluster) -> PlacementCluster:
-    return placement_cluster_postgresql
-
-
-@pytest.fixture
-def admin(postgresql: PlacementCluster) -> Iterator[PlacementAdmin]:
-    with PlacementAdmin(postgresql.url, postgresql.token, timeout=60.0) as helper:
-        yield helper
-
-
 @pytest.mark.parametrize("field", ["project_id", "user_id"])
 def test_a_nul_in_an_owner_is_a_500_on_postgresql_and_refused_locally(
-    postgresql: PlacementCluster, admin: PlacementAdmin, field: str
+    cluster: PlacementCluster, admin: PlacementAdmin, field: str
 ) -> None:
     rp = admin.create_provider(inventory={"VCPU": 4})
     consumer = new_id()
-    errors = server_errors(postgresql)
+    errors = server_errors(cluster)
 
     raw = admin.put_allocations(consumer, raw_body({rp: {"VCPU": 1}}, None, **{field: NUL}))
 
     assert raw.status_code == 500, raw.text
-    assert server_errors(postgresql) == errors + 1
+    assert server_errors(cluster) == errors + 1
     adapter = _Counting()
-    client = client_over(postgresql.url, adapter)
+    client = client_over(cluster.url, adapter)
     owner = {"project_id": "p", "user_id": "u", field: NUL}
     with pytest.raises(rc.InvalidInput, match=f"{field} must not contain a NUL"):
         client.claim(consumer, {rp: {"VCPU": 1}}, **owner)
@@ -72,17 +64,17 @@ def test_a_nul_in_an_owner_is_a_500_on_postgresql_and_refused_locally(
 
 
 def test_a_nul_in_a_provider_name_is_a_500_on_postgresql_and_refused_locally(
-    postgresql: PlacementCluster, admin: PlacementAdmin
+    cluster: PlacementCluster, admin: PlacementAdmin
 ) -> None:
     uuid = new_id()
-    errors = server_errors(postgresql)
+    errors = server_errors(cluster)
 
     raw = admin.request("POST", "/resource_providers", json={"uuid": uuid, "name": f"cn\x00{uuid}"})
 
     assert raw.status_code == 500, raw.text
-    assert server_errors(postgresql) == errors + 1
+    assert server_errors(cluster) == errors + 1
     adapter = _Counting()
-    client = client_over(postgresql.url, adapter)
+    client = client_over(cluster.url, adapter)
     with pytest.raises(rc.InvalidInput, match="provider name must not contain a NUL"):
         client.providers.create_provider(f"cn\x00{uuid}", uuid=uuid)
     with pytest.raises(rc.InvalidInput, match="provider name must not contain a NUL"):

@@ -33,7 +33,13 @@ def in_context() -> oslo_context.RequestContext:
     return oslo_context.RequestContext(global_request_id=SERVICE_ID, overwrite=True)
 
 
-def sent_id(wire: requests_mock.Mocker) -> str | None:
+def sent_id(
+    client: reportclient.PlacementClient, wire: requests_mock.Mocker, **kwargs: str
+) -> str | None:
+    """Reads a new consumer's allocations; the request id that read carried, if any."""
+    consumer = new_uuid()
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    client.get_allocations(consumer, **kwargs)
     return wire.request_history[-1].headers.get(HEADER)
 
 
@@ -42,20 +48,14 @@ def test_the_current_context_global_request_id_is_sent(
     wire: requests_mock.Mocker,
     in_context: oslo_context.RequestContext,
 ) -> None:
-    consumer = new_uuid()
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.get_allocations(consumer)
-    assert sent_id(wire) == SERVICE_ID
+    assert sent_id(client, wire) == SERVICE_ID
 
 
 def test_the_context_own_request_id_when_it_has_no_global_one(
     client: reportclient.PlacementClient, wire: requests_mock.Mocker
 ) -> None:
     ctx = oslo_context.RequestContext(overwrite=True)  # request_id req-<uuid4>, no global one
-    consumer = new_uuid()
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.get_allocations(consumer)
-    assert sent_id(wire) == ctx.request_id
+    assert sent_id(client, wire) == ctx.request_id
 
 
 def test_the_callers_id_wins_over_the_context(
@@ -63,10 +63,7 @@ def test_the_callers_id_wins_over_the_context(
     wire: requests_mock.Mocker,
     in_context: oslo_context.RequestContext,
 ) -> None:
-    consumer = new_uuid()
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.get_allocations(consumer, global_request_id=CALLER_ID)
-    assert sent_id(wire) == CALLER_ID
+    assert sent_id(client, wire, global_request_id=CALLER_ID) == CALLER_ID
 
 
 def test_the_clients_own_id_wins_over_the_context(
@@ -75,28 +72,19 @@ def test_the_clients_own_id_wins_over_the_context(
     client = reportclient.PlacementClient.from_endpoint(
         URL, "admin", microversion="1.39", global_request_id=CLIENT_ID
     )
-    consumer = new_uuid()
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.get_allocations(consumer)
-    assert sent_id(wire) == CLIENT_ID
+    assert sent_id(client, wire) == CLIENT_ID
 
 
 def test_no_context_no_id(client: reportclient.PlacementClient, wire: requests_mock.Mocker) -> None:
     assert oslo_context.get_current() is None
-    consumer = new_uuid()
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.get_allocations(consumer)
-    assert sent_id(wire) is None
+    assert sent_id(client, wire) is None
 
 
 def test_a_context_id_not_of_placements_form_is_not_sent(
     client: reportclient.PlacementClient, wire: requests_mock.Mocker
 ) -> None:
     oslo_context.RequestContext(global_request_id="not-a-request-id", overwrite=True)
-    consumer = new_uuid()
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.get_allocations(consumer)
-    assert sent_id(wire) is None
+    assert sent_id(client, wire) is None
 
 
 def test_without_oslo_context_installed_nothing_is_sent(
@@ -106,7 +94,4 @@ def test_without_oslo_context_installed_nothing_is_sent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(ambient, "_oslo_context", None)  # as after a failed import
-    consumer = new_uuid()
-    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
-    client.get_allocations(consumer)
-    assert sent_id(wire) is None
+    assert sent_id(client, wire) is None

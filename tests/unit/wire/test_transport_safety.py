@@ -550,26 +550,34 @@ def test_read_timeout_on_a_silent_server_is_named_with_outcome_unknown(silent_se
     )
 
 
-def test_refused_connection_is_named_with_outcome_known(closed_port):
-    transport = make_transport(closed_port)
+@pytest.mark.parametrize(
+    ("server", "outcome_unknown", "said"),
+    [
+        pytest.param(
+            "closed_port",
+            False,
+            ("could not connect to Placement: ", "Connection refused"),
+            id="refused-named-with-outcome-known",
+        ),
+        pytest.param(
+            "resetting_server",
+            True,
+            ("connection to Placement lost: ", "the request may have been applied"),
+            id="reset-named-lost-with-outcome-unknown",
+        ),
+    ],
+)
+def test_a_failed_connection_is_named_and_says_whether_the_outcome_is_known(
+    request, server, outcome_unknown, said
+):
+    transport = make_transport(request.getfixturevalue(server))
 
     with pytest.raises(PlacementUnavailable) as err:
         transport.request("PUT", PATH, json={})
 
-    assert err.value.outcome_unknown is False
-    assert "could not connect to Placement: " in str(err.value)
-    assert "Connection refused" in str(err.value)
-
-
-def test_reset_connection_is_named_lost_with_outcome_unknown(resetting_server):
-    transport = make_transport(resetting_server)
-
-    with pytest.raises(PlacementUnavailable) as err:
-        transport.request("PUT", PATH, json={})
-
-    assert err.value.outcome_unknown is True
-    assert "connection to Placement lost: " in str(err.value)
-    assert "the request may have been applied" in str(err.value)
+    assert err.value.outcome_unknown is outcome_unknown
+    for words in said:
+        assert words in str(err.value)
 
 
 def test_auth_plugin_failure_is_an_auth_error_saying_nothing_was_sent():
