@@ -135,3 +135,65 @@ def test_a_lone_surrogate_in_a_name(backend: Backend) -> None:
     doc = '{"name": "a\\ud800b"}'
     response = _raw(backend, "POST", "/resource_providers", doc, "application/json")
     _declared_500(backend, response)
+
+
+@pytest.mark.parametrize("route", ["/resource_providers", "/traits", "/allocation_candidates"])
+def test_invalid_utf8_in_a_query_is_refused(backend: Backend, route: str) -> None:
+    response = backend.request("GET", f"{route}?name=%ff%fe")
+    assert response.status_code == 400
+    assert detail(response).endswith(
+        "Invalid query string parameters: 'utf-8' codec can't decode byte 0xff in "
+        "position 0: invalid start byte  "
+    )
+
+
+def test_invalid_utf8_in_a_query_for_usages(backend: Backend) -> None:
+    _declared_500(backend, backend.request("GET", "/usages?project_id=%ff"))
+
+
+def test_a_semicolon_does_not_separate_query_parameters(backend: Backend) -> None:
+    rp = backend.create_provider()
+    response = backend.request("GET", f"/resource_providers?name=x;uuid={rp}")
+    assert response.status_code == 200
+    assert response.json() == {"resource_providers": []}
+
+
+def test_unknown_traits_are_named_in_placements_order(backend: Backend) -> None:
+    rp = backend.create_provider()
+    sent = [f"CUSTOM_{c}{uuid.uuid4().hex[:6].upper()}" for c in "ZYXWVA"] + ["HW_CPU_X86_AVX"]
+    doc = {"traits": sent, "resource_provider_generation": 0}
+    response = backend.request("PUT", f"/resource_providers/{rp}/traits", doc)
+    assert response.status_code == 400
+    # Placement joins a set difference: the order of this process's string hashes.
+    named = ", ".join(set(sent) - {"HW_CPU_X86_AVX"})
+    assert detail(response).endswith(f"No such trait {named}  ")
+
+
+# -- numbers by type, as Placement writes them ----------------------------------------
+def test_an_inventory_write_echoes_numbers_as_sent_and_reads_back_stored(
+    backend: Backend,
+) -> None:
+    rp = backend.create_provider({"VCPU": {"total": 4}})
+    doc = {"total": 8.0, "allocation_ratio": 2, "resource_provider_generation": 1}
+    put = backend.request("PUT", f"/resource_providers/{rp}/inventories/VCPU", doc)
+    assert put.status_code == 200
+    assert repr((put.json()["total"], put.json()["allocation_ratio"])) == "(8.0, 2)"
+    got = backend.request("GET", f"/resource_providers/{rp}/inventories/VCPU").json()
+    assert repr((got["total"], got["allocation_ratio"])) == "(8, 2.0)"
+
+
+def test_an_inventories_write_echoes_numbers_as_sent(backend: Backend) -> None:
+    rp = backend.create_provider()
+    inv = {"VCPU": {"total": 8.0, "allocation_ratio": 2, "reserved": 1.0}}
+    doc = {"inventories": inv, "resource_provider_generation": 0}
+    put = backend.request("PUT", f"/resource_providers/{rp}/inventories", doc)
+    assert put.status_code == 200
+    echoed = put.json()["inventories"]["VCPU"]
+    assert repr([echoed[k] for k in ("total", "allocation_ratio", "reserved")]) == "[8.0, 2, 1.0]"
+    post = backend.request(
+        "POST",
+        f"/resource_providers/{rp}/inventories",
+        {"resource_class": "DISK_GB", "total": 10.0, "allocation_ratio": 1},
+    )
+    assert post.status_code == 201
+    assert repr((post.json()["total"], post.json()["allocation_ratio"])) == "(10.0, 1)"
