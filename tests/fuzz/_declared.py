@@ -16,6 +16,7 @@ from tests.fuzz._backends import Answer, Request
 
 __all__ = ["DECLARED", "Declared", "declared_for"]
 
+SHARES = "MISC_SHARES_VIA_AGGREGATE"
 Predicate = Callable[[Request, Answer, Answer, list[str]], bool]
 
 
@@ -32,14 +33,26 @@ def _real_500(req: Request, real: Answer, fake: Answer, diffs: list[str]) -> boo
     return real.status == 500 and fake.status == 400
 
 
-def _candidates_limit(req: Request, real: Answer, fake: Answer, diffs: list[str]) -> bool:
-    # Which candidates survive a limit follows the order, which Placement does not promise.
-    if not req.path.startswith("/allocation_candidates") or "limit=" not in req.path:
+def _sharing_beside_suffixed(req: Request, real: Answer, fake: Answer, diffs: list[str]) -> bool:
+    # An unsuffixed group only a sharing provider can satisfy, beside a suffixed group:
+    # Placement's answer depends on the providers' creation order (it narrows its
+    # set of sharing providers in place while searching), the fake's does not.
+    path, _, query = req.path.partition("?")
+    if path != "/allocation_candidates" or real.status != 200 or fake.status != 200:
         return False
-    if real.status != 200 or fake.status != 200:
+    params = [p.split("=", 1)[0] for p in query.split("&")]
+    if "resources" not in params or not any(
+        p.startswith("resources") and p != "resources" for p in params
+    ):
         return False
-    r, f = real.json(), fake.json()
-    return len(r["allocation_requests"]) == len(f["allocation_requests"])
+    if not _only_body(diffs):
+        return False
+    counts = {len(a.json()["allocation_requests"]) for a in (real, fake)}
+    return 0 in counts and any(SHARES in (body or "") for body in (_text(real), _text(fake)))
+
+
+def _text(answer: Answer) -> str:
+    return answer.body.decode("utf-8", "replace")
 
 
 def _only_body(diffs: list[str]) -> bool:
@@ -109,10 +122,12 @@ DECLARED: tuple[Declared, ...] = (
         _database_text,
     ),
     Declared(
-        "candidates-under-limit",
-        "Placement promises no order for allocation candidates, so neither which ones a "
-        "limit keeps; only their number is compared.",
-        _candidates_limit,
+        "sharing-beside-suffixed",
+        "Allocation candidates where a sharing provider alone serves the unsuffixed group "
+        "beside a suffixed group: Placement narrows its set of sharing providers in place "
+        "while it searches, so whether it finds the candidate depends on the order its "
+        "database returns the providers in (creation order); the fake answers the candidate.",
+        _sharing_beside_suffixed,
     ),
 )
 
