@@ -16,6 +16,7 @@ import requests
 from . import Backend, body, detail, new_uuid
 
 VERSION = {"OpenStack-API-Version": "placement 1.39"}
+JSON = "application/json"
 
 
 def _raw(backend: Backend, method: str, path: str, data: str, ctype: str) -> requests.Response:
@@ -240,3 +241,18 @@ def test_deleting_inventories_in_use_names_them_without_update_conflict(
         "There was a conflict when trying to complete your request.\n\n "
         f"Inventory for 'VCPU, MEMORY_MB' on resource provider '{rp}' in use.  "
     )
+
+
+def test_a_lone_surrogate_where_the_schema_refuses_first(backend: Backend) -> None:
+    rp = backend.create_provider({"VCPU": {"total": 8}})
+    doc = '{"name": "a\\ud800b"}'
+    response = _raw(backend, "PUT", f"/resource_providers/{rp}/inventories/VCPU", doc, JSON)
+    assert response.status_code == 400
+    assert "'total' is a required property" in detail(response)
+
+
+def test_a_lone_surrogate_in_a_project_id(backend: Backend) -> None:
+    rp = backend.create_provider({"VCPU": {"total": 8}})
+    doc = json.dumps(body({rp: {"VCPU": 1}})).replace("project-a", "p\\ud800")
+    response = _raw(backend, "PUT", f"/allocations/{new_uuid()}", doc, JSON)
+    _declared_500(backend, response)
