@@ -11,6 +11,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import os_resource_classes
+
 from . import BAD_REQUEST, CONFLICT, Backend, body, detail, new_uuid, outcome
 
 SHARES = "MISC_SHARES_VIA_AGGREGATE"
@@ -244,3 +246,38 @@ def test_amounts_one_provider_gives_two_groups_grow_as_placement_folds_them(
     assert [req["allocations"][root] for req in doc["allocation_requests"]] == [
         {"resources": {"VCPU": 7}}
     ] * 2
+
+
+def test_resource_classes_are_listed_in_row_order(backend: Backend) -> None:
+    made = [_custom(prefix) for prefix in ("ZZ", "AA", "MM")]
+    for name in made:
+        assert backend.request("PUT", f"/resource_classes/{name}").status_code == 201
+    listed = [
+        rc["name"] for rc in backend.request("GET", "/resource_classes").json()["resource_classes"]
+    ]
+    assert listed[:3] == ["VCPU", "MEMORY_MB", "DISK_GB"]
+    customs = [name for name in listed if name in made]
+    assert customs == made
+    standard = [name for name in listed if not name.startswith("CUSTOM_")]
+    assert standard == list(os_resource_classes.STANDARDS)
+
+
+def test_a_sharing_provider_alone_beside_a_suffixed_group_keeps_one_anchor(
+    backend: Backend,
+) -> None:
+    """Declared (sharing-beside-suffixed): which anchor survives is each side's own order."""
+    agg = new_uuid()
+    ss = _provider(backend, {"DISK_GB": 100}, traits=[SHARES], aggregates=[agg])
+    cn = _provider(backend, {"VCPU": 8}, aggregates=[agg])
+
+    doc = _candidates(backend, f"resources=DISK_GB:10&resources_C=VCPU:1&member_of_C={agg}")
+
+    found = _requests(doc)
+    joined = (
+        {cn: {"resources": {"VCPU": 1}}, ss: {"resources": {"DISK_GB": 10}}},
+        {"": [ss], "_C": [cn]},
+    )
+    assert found in ([], [joined])
+    if backend.fake is not None:
+        # The fake keeps the candidate anchored to the tree whose root uuid sorts first.
+        assert found == ([joined] if cn < ss else [])
