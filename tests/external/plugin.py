@@ -12,15 +12,35 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import sys
 import time
+import uuid
 from typing import IO, Any
 from urllib.parse import urlsplit
 
 import pytest
 import requests
 
-_state: dict[str, Any] = {"test": None, "seq": 0, "out": None, "started": 0.0}
+_state: dict[str, Any] = {"test": None, "seq": 0, "out": None, "drawn": random.Random(0)}
+# uuids the suites themselves make (nova's uuidsentinel and its services,
+# osc-placement's consumers) come from a generator seeded per test, so both
+# sides use the same ones: nova iterates sets and dicts keyed by them, and
+# their order (uuid comparison, string hashing) decides the order of its
+# requests. Uuids the server makes (Placement's or the fake's) stay random.
+_UUID_LIBRARIES = ("uuid", "oslo_utils.uuidutils", "oslo_utils.fixture")
+_SUITE_PACKAGES = ("nova", "osc_placement")
+_uuid4 = uuid.uuid4
+
+
+def _suite_uuid4() -> uuid.UUID:
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") in _UUID_LIBRARIES:
+        frame = frame.f_back
+    caller = frame.f_globals.get("__name__", "") if frame is not None else ""
+    if caller.split(".", 1)[0] in _SUITE_PACKAGES:
+        return uuid.UUID(int=_state["drawn"].getrandbits(128), version=4)
+    return _uuid4()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -85,6 +105,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if path:
         _state["out"] = open(path, "w", encoding="utf-8")  # closed at cleanup
         config.add_cleanup(_state["out"].close)
+    uuid.uuid4 = _suite_uuid4
+    config.add_cleanup(lambda: setattr(uuid, "uuid4", _uuid4))
     original = requests.Session.send
     requests.Session.send = _recording_send(original)  # type: ignore[method-assign]
     config.add_cleanup(lambda: setattr(requests.Session, "send", original))
@@ -103,6 +125,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     _state["test"] = item.nodeid
     _state["seq"] = 0
+    _state["drawn"] = random.Random(item.nodeid)
     started = time.perf_counter()
     yield
     _write({"kind": "duration", "test": item.nodeid, "seconds": time.perf_counter() - started})

@@ -37,11 +37,14 @@ def test_ids(suite: str) -> list[str]:
     out = []
     for entry in SUITES[suite]:
         module, _, rest = entry.partition("::")
-        spec = importlib.util.find_spec(module)
-        if spec is None or spec.origin is None:
-            raise SystemExit(f"{module} is not installed (tox -e external installs it)")
-        origin = Path(spec.origin)
-        path = origin.parent if origin.name == "__init__.py" else origin
+        # Only the top package is looked up: importing nova.tests.functional
+        # here would monkey-patch this process with eventlet.
+        package, *inner = module.split(".")
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit(f"{package} is not installed (tox -e external installs it)")
+        path = Path(next(iter(spec.submodule_search_locations))).joinpath(*inner)
+        path = path if path.is_dir() else path.with_suffix(".py")
         out.append(f"{path}::{rest}" if rest else str(path))
     return out
 
