@@ -11,6 +11,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import os_resource_classes
+
 from . import BAD_REQUEST, CONFLICT, Backend, body, detail, new_uuid, outcome
 
 SHARES = "MISC_SHARES_VIA_AGGREGATE"
@@ -244,3 +246,17 @@ def test_amounts_one_provider_gives_two_groups_grow_as_placement_folds_them(
     assert [req["allocations"][root] for req in doc["allocation_requests"]] == [
         {"resources": {"VCPU": 7}}
     ] * 2
+
+
+def test_resource_classes_are_listed_in_row_order(backend: Backend) -> None:
+    made = [_custom(prefix) for prefix in ("ZZ", "AA", "MM")]
+    for name in made:
+        assert backend.request("PUT", f"/resource_classes/{name}").status_code == 201
+    listed = [
+        rc["name"] for rc in backend.request("GET", "/resource_classes").json()["resource_classes"]
+    ]
+    assert listed[:3] == ["VCPU", "MEMORY_MB", "DISK_GB"]
+    customs = [name for name in listed if name in made]
+    assert customs == made
+    standard = [name for name in listed if not name.startswith("CUSTOM_")]
+    assert standard == list(os_resource_classes.STANDARDS)
