@@ -17,17 +17,42 @@ SUITES: dict[str, list[str]] = {
     # microversion it pins, driven in-process against Placement's fixture.
     "osc-placement": ["osc_placement.tests.functional"],
     # nova's report client against Placement (the suite the issue names), and
-    # test_servers_provider_tree: the compute's provider tree (nested
-    # providers, traits, aggregates, inventory, a reshape) synced to Placement
-    # through nova's resource tracker, i.e. reads and generation-guarded
-    # writes of every provider route. test_servers' ConsumerGenerationConflict,
-    # ServerUnshelveSpawnFail and TraitsBasedScheduling classes would be the
-    # next choice, but 18 of their 25 tests fail on Placement's own fixture
-    # here (NoValidHost, "Wait for state change failed"), under pytest and
-    # under testtools.run alike, so they would compare nothing.
+    # the functional tests whose subject is what reportclient is about:
+    # - test_servers_provider_tree: the compute's provider tree (nested
+    #   providers, traits, aggregates, inventory, a reshape) synced to Placement;
+    # - ConsumerGenerationConflictTest: what nova does when Placement refuses a
+    #   stale consumer generation in every move and delete (the shelve race's
+    #   family);
+    # - ServerUnshelveSpawnFailTests: unshelve claims and their rollback;
+    # - TraitsBasedSchedulingTest: allocation candidates with required and
+    #   forbidden traits deciding where a server goes;
+    # - the ten regression tests that mention Placement and allocations most:
+    #   local delete, evacuate, same-host resize, reschedule and migration
+    #   rollbacks, PCI devices as providers, each a bug in how nova's
+    #   allocations followed a server.
+    # The rest of test_servers (moves on several hosts) costs minutes more and
+    # sends the same routes.
     "nova": [
         "nova.tests.functional.test_report_client",
         "nova.tests.functional.test_servers_provider_tree",
+        "nova.tests.functional.test_servers::ConsumerGenerationConflictTest",
+        "nova.tests.functional.test_servers::ServerUnshelveSpawnFailTests",
+        "nova.tests.functional.test_servers::TraitsBasedSchedulingTest",
+        *(
+            f"nova.tests.functional.regressions.test_bug_{bug}"
+            for bug in (
+                "1679750",  # local delete removes the allocations
+                "1790204",  # resize to the same host doubles allocations
+                "1794996",  # evacuate, delete, restart the source compute
+                "1825537",  # finish_resize fails: allocations on the source
+                "1837955",  # reschedule when claiming on the alternate fails
+                "1848343",  # migration task rollback after the server is gone
+                "1862633",  # unshelve fails on the network: allocations released
+                "1896463",  # evacuate racing the resource tracker
+                "2098496",  # PCI devices in Placement: re-created after a delete
+                "2140631",  # unified-limits quota counts PCI and bandwidth classes
+            )
+        ),
     ],
 }
 
