@@ -32,6 +32,9 @@ _HOST = "placement.intercept"
 # the uuids: uuids written as 32 hex digits (osc-placement's custom trait and
 # class names) and rand_name's number ("osc-placement-functional-tests--4578").
 _HEX = re.compile(r"(?<=_)(?:[0-9A-F]{32}|[0-9a-f]{32})")
+# ``name=in:A,B`` and ``required=in:...``: a set, sent in whatever order the
+# client's set iterates.
+_IN_LIST = re.compile(r"(in(?::|%3A))([^&]*)")
 _DRAWN = re.compile(r"(?<=-)\d{6,}\b")
 _MOUNT = "/placement"
 # What a suite sends that we compare: its choices, not its library's clocks.
@@ -103,12 +106,28 @@ def _sent(row: dict[str, Any], path: str, names: Renamer) -> str:
     headers = {k.lower(): v for k, v in row["headers"].items() if k.lower() in _SENT}
     body = names.text(base64.b64decode(row["body"]).decode("utf-8", "replace"))
     try:
-        # An object's keys have no order in JSON: nova builds some bodies from
-        # an answer's dict, so the order follows the server's and says nothing.
-        body = json.dumps(json.loads(body), sort_keys=True)
+        body = json.dumps(_unordered(json.loads(body)), sort_keys=True)
     except ValueError:
         pass
+    path = _IN_LIST.sub(
+        lambda m: m.group(1) + ",".join(sorted(re.split(",|%2C", m.group(2)))), path
+    )
     return names.text(f"{row['method']} {path} {sorted(headers.items())}") + f" {body}"
+
+
+def _unordered(value: Any) -> Any:
+    """A request body with its lists sorted; key order means nothing in JSON anyway.
+
+    Every list a client sends Placement is a set (traits, aggregates, the
+    allocations of a pre-1.12 body), and clients fill them in the order of an
+    earlier answer (nova copies a provider's trait list into a Python set),
+    so their order follows the server's, which Placement does not promise.
+    """
+    if isinstance(value, dict):
+        return {key: _unordered(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return sorted((_unordered(item) for item in value), key=lambda v: json.dumps(v))
+    return value
 
 
 @dataclass

@@ -26,7 +26,7 @@ SUITES: dict[str, list[str]] = {
     # - ServerUnshelveSpawnFailTests: unshelve claims and their rollback;
     # - TraitsBasedSchedulingTest: allocation candidates with required and
     #   forbidden traits deciding where a server goes;
-    # - the ten regression tests that mention Placement and allocations most:
+    # - nine of the ten regression tests that mention allocations most:
     #   local delete, evacuate, same-host resize, reschedule and migration
     #   rollbacks, PCI devices as providers, each a bug in how nova's
     #   allocations followed a server.
@@ -50,7 +50,10 @@ SUITES: dict[str, list[str]] = {
                 "1862633",  # unshelve fails on the network: allocations released
                 "1896463",  # evacuate racing the resource tracker
                 "2098496",  # PCI devices in Placement: re-created after a delete
-                "2140631",  # unified-limits quota counts PCI and bandwidth classes
+                # 2140631 (quota counts PCI and Cyborg classes) passes on both
+                # but its Cyborg test's made-up uuids are first seen in a
+                # different order on the two sides; not yet told apart from a
+                # harness artefact, so left out until it is.
             )
         ),
     ],
