@@ -85,3 +85,19 @@ def test_outcomes_and_durations_are_read(tmp_path: Path) -> None:
     recording = load(_recording(tmp_path, "r", []))
 
     assert (recording.passed, recording.seconds) == (1, 0.5)
+
+
+def test_sets_a_client_sends_in_another_order_agree(tmp_path: Path) -> None:
+    real = _row(HOST_A, "/traits?name=in:B,A", 200, {"traits": ["A", "B"]})
+    fake = _row(HOST_B, "/traits?name=in:A,B", 200, {"traits": ["A", "B"]})
+    real_put = _row(HOST_A, "/resource_providers/x/traits", 200, {}, seq=2, method="PUT")
+    fake_put = _row(HOST_B, "/resource_providers/x/traits", 200, {}, seq=2, method="PUT")
+    real_put["body"] = base64.b64encode(b'{"traits": ["B", "A"]}').decode()
+    fake_put["body"] = base64.b64encode(b'{"traits": ["A", "B"]}').decode()
+
+    diff = compare(
+        load(_recording(tmp_path, "r", [real, real_put])),
+        load(_recording(tmp_path, "f", [fake, fake_put])),
+    )
+
+    assert (diff.compared, diff.undeclared) == (2, [])
