@@ -13,9 +13,10 @@ import uuid
 import pytest
 import requests
 
-from . import Backend, detail, new_uuid
+from . import Backend, body, detail, new_uuid
 
 VERSION = {"OpenStack-API-Version": "placement 1.39"}
+JSON = "application/json"
 
 
 def _raw(backend: Backend, method: str, path: str, data: str, ctype: str) -> requests.Response:
@@ -197,3 +198,61 @@ def test_an_inventories_write_echoes_numbers_as_sent(backend: Backend) -> None:
     )
     assert post.status_code == 201
     assert repr((post.json()["total"], post.json()["allocation_ratio"])) == "(10.0, 1)"
+
+
+# -- wordings ----------------------------------------------------------------------------
+@pytest.mark.parametrize("accept", [None, "application/json", "text/html", "text/plain", "*"])
+def test_no_token_is_webobs_page_for_the_accept(backend: Backend, accept: str | None) -> None:
+    session = requests.Session()
+    if backend.fake is not None:
+        session.mount(backend.url, backend.fake.transport_adapter())
+    headers = {"Accept": accept} if accept else {}
+    response = session.get(f"{backend.url}/resource_providers", headers=headers)
+    assert response.status_code == 401
+    kinds = {
+        None: "application/json",
+        "application/json": "application/json",
+        "text/plain": "text/plain; charset=UTF-8",
+    }
+    assert response.headers["content-type"] == kinds.get(accept, "text/html; charset=UTF-8")
+    assert b"This server could not verify that you are authorized" in response.content
+
+
+def test_a_system_scoped_token_is_refused_by_rule_name(backend: Backend) -> None:
+    response = backend.request(
+        "GET", "/resource_providers", headers={"OpenStack-System-Scope": "all"}
+    )
+    assert response.status_code == 403
+    assert detail(response) == (
+        "Access was denied to this resource.\n\n placement:resource_providers:list  "
+    )
+
+
+def test_deleting_inventories_in_use_names_them_without_update_conflict(
+    backend: Backend,
+) -> None:
+    rp = backend.create_provider({"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}})
+    consumer = new_uuid()
+    doc = body({rp: {"VCPU": 1, "MEMORY_MB": 8}})
+    assert backend.request("PUT", f"/allocations/{consumer}", doc).ok
+    response = backend.request("DELETE", f"/resource_providers/{rp}/inventories")
+    assert response.status_code == 409
+    assert detail(response) == (
+        "There was a conflict when trying to complete your request.\n\n "
+        f"Inventory for 'VCPU, MEMORY_MB' on resource provider '{rp}' in use.  "
+    )
+
+
+def test_a_lone_surrogate_where_the_schema_refuses_first(backend: Backend) -> None:
+    rp = backend.create_provider({"VCPU": {"total": 8}})
+    doc = '{"name": "a\\ud800b"}'
+    response = _raw(backend, "PUT", f"/resource_providers/{rp}/inventories/VCPU", doc, JSON)
+    assert response.status_code == 400
+    assert "'total' is a required property" in detail(response)
+
+
+def test_a_lone_surrogate_in_a_project_id(backend: Backend) -> None:
+    rp = backend.create_provider({"VCPU": {"total": 8}})
+    doc = json.dumps(body({rp: {"VCPU": 1}})).replace("project-a", "p\\ud800")
+    response = _raw(backend, "PUT", f"/allocations/{new_uuid()}", doc, JSON)
+    _declared_500(backend, response)

@@ -173,3 +173,46 @@ def test_reshaper_stale_provider_generation_is_409(backend: Backend) -> None:
     assert detail(response) == CONFLICT.format(
         f"resource provider generation conflict for provider {rp}: actual: 1, given: 0"
     )
+
+
+def test_a_parent_with_its_own_allocations_is_refused_as_a_parent(backend: Backend) -> None:
+    parent = backend.create_provider({"VCPU": {"total": 8}})
+    _child(backend, parent)
+    consumer = new_uuid()
+    assert backend.request("PUT", f"/allocations/{consumer}", body({parent: {"VCPU": 1}})).ok
+    response = backend.request("DELETE", f"/resource_providers/{parent}")
+    assert outcome(response) == (409, "placement.resource_provider.cannot_delete_parent")
+
+
+def test_aggregates_at_1_0_check_the_content_type_first(backend: Backend) -> None:
+    rp = backend.create_provider()
+    path = f"/resource_providers/{rp}/aggregates"
+    wrong = backend.session.put(
+        backend.url + path, data="[]", headers={"Content-Type": "text/plain"}
+    )
+    assert wrong.status_code == 415
+    right = backend.session.put(
+        backend.url + path, data="[]", headers={"Content-Type": "application/json"}
+    )
+    assert right.status_code == 404
+
+
+def test_a_childs_first_update_has_no_last_modified(backend: Backend) -> None:
+    parent = backend.create_provider()
+    child = _child(backend, parent)
+    doc = {"name": f"renamed-{new_uuid()}", "parent_provider_uuid": parent}
+    first = backend.request("PUT", f"/resource_providers/{child}", doc)
+    assert first.status_code == 200
+    assert "last-modified" not in first.headers
+    doc["name"] = f"renamed-{new_uuid()}"
+    second = backend.request("PUT", f"/resource_providers/{child}", doc)
+    assert "last-modified" in second.headers
+    root = backend.request("PUT", f"/resource_providers/{parent}", {"name": f"r-{new_uuid()}"})
+    assert "last-modified" in root.headers
+
+
+def _child(backend: Backend, parent: str) -> str:
+    rp = new_uuid()
+    doc = {"name": f"child-{rp}", "uuid": rp, "parent_provider_uuid": parent}
+    assert backend.request("POST", "/resource_providers", doc).status_code == 200
+    return rp

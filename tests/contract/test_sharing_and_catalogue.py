@@ -260,3 +260,24 @@ def test_resource_classes_are_listed_in_row_order(backend: Backend) -> None:
     assert customs == made
     standard = [name for name in listed if not name.startswith("CUSTOM_")]
     assert standard == list(os_resource_classes.STANDARDS)
+
+
+def test_a_sharing_provider_alone_beside_a_suffixed_group_keeps_one_anchor(
+    backend: Backend,
+) -> None:
+    """Declared (sharing-beside-suffixed): which anchor survives is each side's own order."""
+    agg = new_uuid()
+    ss = _provider(backend, {"DISK_GB": 100}, traits=[SHARES], aggregates=[agg])
+    cn = _provider(backend, {"VCPU": 8}, aggregates=[agg])
+
+    doc = _candidates(backend, f"resources=DISK_GB:10&resources_C=VCPU:1&member_of_C={agg}")
+
+    found = _requests(doc)
+    joined = (
+        {cn: {"resources": {"VCPU": 1}}, ss: {"resources": {"DISK_GB": 10}}},
+        {"": [ss], "_C": [cn]},
+    )
+    assert found in ([], [joined])
+    if backend.fake is not None:
+        # The fake keeps the candidate anchored to the tree whose root uuid sorts first.
+        assert found == ([joined] if cn < ss else [])

@@ -1,10 +1,16 @@
 """Comparing one answer of the fake with the real service's answer to the same request.
 
 What is compared: status, Placement's error code and detail, the JSON body
-(lists as multisets, request ids dropped, uuids a server made up replaced by
-the order in which they first appeared), and the headers a client reads:
-content-type, location, openstack-api-version, vary, allow, and whether
-last-modified and cache-control are present (their values are clocks).
+(request ids dropped, uuids a server made up replaced by the order in which
+they first appeared), and the headers a client reads: content-type,
+location, openstack-api-version, vary, allow, and whether last-modified and
+cache-control are present (their values are clocks).
+
+Numbers are compared by type as well as value (``8`` is not ``8.0``): a
+client that echoes a body back sends what it read. Lists are compared in
+order, except the ones Placement builds from a set and so answers in an
+order it does not promise (:data:`UNORDERED`, each with its reason); those
+are compared as multisets.
 """
 
 from __future__ import annotations
@@ -16,13 +22,22 @@ from typing import Any
 
 from tests.fuzz._backends import Answer
 
-__all__ = ["Renamer", "differences"]
+__all__ = ["UNORDERED", "Renamer", "canonical_body", "differences"]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _REQ_ID = re.compile(r"req-[0-9a-f-]{36}")
 # Two or more trait or class names joined by ", ": Placement joins sets, whose
 # order follows the process's string hashing, so such a run is compared sorted.
 _NAME_RUN = re.compile(r"\b[A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)+\b")
+#: List keys whose order Placement does not promise, and why (compared as multisets).
+UNORDERED: dict[str, str] = {
+    "allocation_requests": "a set of candidates (order moves with PYTHONHASHSEED); the fake "
+    "shuffles it on purpose by default",
+    "mappings": "each group's providers come from a set",
+    "aggregates": "read back as a set of aggregate uuids",
+    "traits": "rows in database order: the standard ones were inserted from a set at "
+    "start-up, and filtered lists follow the database's query plan (name index or rows)",
+}
 _COMPARED = ("content-type", "location", "openstack-api-version", "vary", "allow")
 _PRESENT = ("last-modified", "cache-control")
 
@@ -48,17 +63,28 @@ class Renamer:
         return _UUID.sub(rename, value)
 
 
-def _canonical(value: Any, renamer: Renamer) -> Any:
-    """Renamed, request ids dropped, every list sorted (compared as a multiset)."""
+def _canonical(value: Any, renamer: Renamer, key: str = "", unordered: bool = False) -> Any:
+    """Renamed, request ids dropped, numbers tagged with their type, lists kept in order.
+
+    A list under an :data:`UNORDERED` key (or inside ``mappings``) is sorted.
+    """
     if isinstance(value, dict):
         return {
-            renamer.text(k): _canonical(v, renamer) for k, v in value.items() if k != "request_id"
+            renamer.text(k): _canonical(v, renamer, k, unordered or key == "mappings")
+            for k, v in value.items()
+            if k != "request_id"
         }
     if isinstance(value, list):
         items = [_canonical(v, renamer) for v in value]
-        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+        if unordered or key in UNORDERED:
+            return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+        return items
     if isinstance(value, str):
         return renamer.text(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return f"{type(value).__name__}:{value!r}"
     return value
 
 

@@ -32,14 +32,21 @@ def _real_500(req: Request, real: Answer, fake: Answer, diffs: list[str]) -> boo
     return real.status == 500 and fake.status == 400
 
 
-def _candidates_limit(req: Request, real: Answer, fake: Answer, diffs: list[str]) -> bool:
-    # Which candidates survive a limit follows the order, which Placement does not promise.
-    if not req.path.startswith("/allocation_candidates") or "limit=" not in req.path:
+def _sharing_beside_suffixed(req: Request, real: Answer, fake: Answer, diffs: list[str]) -> bool:
+    # An unsuffixed group beside a suffixed one, where one side found nothing: the
+    # unsuffixed group's sharing-provider candidates anchored to different trees are
+    # equal to each other, and each side keeps the first it meets (see the reason).
+    path, _, query = req.path.partition("?")
+    if path != "/allocation_candidates" or real.status != 200 or fake.status != 200:
         return False
-    if real.status != 200 or fake.status != 200:
+    params = [p.split("=", 1)[0] for p in query.split("&")]
+    if "resources" not in params or not any(
+        p.startswith("resources") and p != "resources" for p in params
+    ):
         return False
-    r, f = real.json(), fake.json()
-    return len(r["allocation_requests"]) == len(f["allocation_requests"])
+    if not _only_body(diffs):
+        return False
+    return 0 in {len(a.json()["allocation_requests"]) for a in (real, fake)}
 
 
 def _only_body(diffs: list[str]) -> bool:
@@ -109,10 +116,14 @@ DECLARED: tuple[Declared, ...] = (
         _database_text,
     ),
     Declared(
-        "candidates-under-limit",
-        "Placement promises no order for allocation candidates, so neither which ones a "
-        "limit keeps; only their number is compared.",
-        _candidates_limit,
+        "sharing-beside-suffixed",
+        "A sharing provider's candidates for the unsuffixed group, one per tree it is "
+        "anchored to, compare equal (Placement ignores the anchor), so a set keeps only "
+        "the first met: Placement's first in the hash order of its provider row ids, the "
+        "fake's first in uuid order. When the kept one is anchored to the sharing "
+        "provider's own tree, a suffixed group beside it has nothing to join and the "
+        "answer is empty; either side may be the empty one.",
+        _sharing_beside_suffixed,
     ),
 )
 

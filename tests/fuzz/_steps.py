@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz._backends import Answer, Request
 
-__all__ = ["PROLOGUE", "ROUTES", "Context", "Step", "steps"]
+__all__ = ["PROLOGUES", "READ_BACK", "ROUTES", "Context", "Step", "steps"]
 
 RPS = (
     "11111111-1111-4111-8111-111111111111",
@@ -44,7 +44,8 @@ AGGREGATES = ("dddddddd-dddd-4ddd-8ddd-dddddddddddd", "eeeeeeee-eeee-4eee-8eee-e
 CHOSEN = frozenset((*RPS, FRESH_RP, MISSING_RP, *CONSUMERS, *AGGREGATES))
 CLASSES = ("VCPU", "MEMORY_MB", "DISK_GB", "CUSTOM_A", "CUSTOM_B")
 BAD_CLASSES = ("vcpu", "CUSTOM_", "NOT_A_CLASS", "CUSTOM_NEVER_MADE")
-TRAITS = ("HW_CPU_X86_AVX", "HW_CPU_X86_SSE", "CUSTOM_T1", "CUSTOM_T2")
+SHARES = "MISC_SHARES_VIA_AGGREGATE"
+TRAITS = ("HW_CPU_X86_AVX", "HW_CPU_X86_SSE", "CUSTOM_T1", "CUSTOM_T2", SHARES)
 BAD_TRAITS = ("NOT_A_TRAIT", "lower_case", "CUSTOM_NEVER_MADE")
 NAMES = ("rp-a", "rp-b", "", "x" * 201)
 VERSIONS = tuple(f"1.{minor}" for minor in range(40))
@@ -158,7 +159,58 @@ def _req(step: Step, method: str, path: str, **kw: Any) -> Request:
     )
 
 
-PROLOGUE = _prologue()
+def _sharing_prologue() -> tuple[Request, ...]:
+    """The tree world plus a sharing provider: rp-c shares DISK_GB with rp-a's aggregate."""
+
+    def make(method: str, path: str, doc: Any = None) -> Request:
+        return Request.make(method, path, route="(prologue)", microversion="1.39", json_body=doc)
+
+    return (
+        *_prologue(),
+        make(
+            "PUT",
+            f"/resource_providers/{RPS[2]}/inventories",
+            {"inventories": {"DISK_GB": {"total": 200}}, "resource_provider_generation": 2},
+        ),
+        make(
+            "PUT",
+            f"/resource_providers/{RPS[2]}/traits",
+            {"traits": [SHARES], "resource_provider_generation": 3},
+        ),
+        make(
+            "PUT",
+            f"/resource_providers/{RPS[0]}/aggregates",
+            {"aggregates": [AGGREGATES[0]], "resource_provider_generation": 2},
+        ),
+    )
+
+
+#: The worlds a sequence may start from: nothing, a small tree, the tree with a sharing provider.
+PROLOGUES: dict[str, tuple[Request, ...]] = {
+    "none": (),
+    "tree": _prologue(),
+    "sharing": _sharing_prologue(),
+}
+
+
+def _read_back() -> tuple[Request, ...]:
+    """Every read that shows the whole state, at the latest microversion."""
+
+    def read(path: str) -> Request:
+        return Request.make("GET", path, route="(read back)", microversion="1.39")
+
+    out = [read("/resource_providers"), read("/resource_classes"), read("/traits")]
+    for rp in (*RPS, FRESH_RP):
+        out.append(read(f"/resource_providers/{rp}"))
+        for sub in ("inventories", "traits", "aggregates", "usages", "allocations"):
+            out.append(read(f"/resource_providers/{rp}/{sub}"))
+    out += [read(f"/allocations/{c}") for c in CONSUMERS]
+    out.append(read("/usages?project_id=project-a"))
+    return tuple(out)
+
+
+#: Sent to both sides after every sequence: the final states must read back alike.
+READ_BACK = _read_back()
 
 
 # -- builders, one per route key ----------------------------------------------------------
@@ -435,15 +487,60 @@ _rp_filters = _query(
     _rc.map(lambda rc: f"resources={rc}:1"),
     st.sampled_from(("bogus=1", "resources=VCPU", "required=!HW_CPU_X86_AVX")),
 )
-_candidate_query = _query(
-    st.tuples(_rc, st.sampled_from((1, 2, 4))).map(lambda t: f"resources={t[0]}:{t[1]}"),
-    st.sampled_from(("resources=VCPU:1,MEMORY_MB:2", "resources=VCPU:1", "resources=DISK_GB:1")),
-    st.sampled_from(("resources1=VCPU:1", "group_policy=none", "group_policy=isolate")),
-    st.sampled_from(("limit=1", "limit=2", "limit=0", "limit=x")),
-    _trait.map(lambda t: f"required={t}"),
-    _rp.map(lambda u: f"in_tree={u}"),
-    st.sampled_from(AGGREGATES).map(lambda a: f"member_of={a}"),
-    st.sampled_from(("root_required=HW_CPU_X86_AVX", "same_subtree=_1", "bogus=1")),
+_SUFFIXES = ("", "", "1", "_NET")
+_group_param = st.one_of(
+    st.tuples(
+        st.sampled_from(_SUFFIXES),
+        st.lists(
+            st.tuples(_rc, st.sampled_from((1, 2, 4, 50))),
+            min_size=1,
+            max_size=2,
+            unique_by=lambda t: t[0],
+        ),
+    ).map(lambda t: f"resources{t[0]}=" + ",".join(f"{rc}:{n}" for rc, n in t[1])),
+    st.tuples(st.sampled_from(_SUFFIXES), _trait, st.sampled_from(("", "!", "in:"))).map(
+        lambda t: f"required{t[0]}={t[2]}{t[1]}" + (f",{TRAITS[0]}" if t[2] == "in:" else "")
+    ),
+    st.tuples(
+        st.sampled_from(_SUFFIXES), st.sampled_from(AGGREGATES), st.sampled_from(("", "!", "in:"))
+    ).map(
+        lambda t: f"member_of{t[0]}={t[2]}{t[1]}" + (f",{AGGREGATES[1]}" if t[2] == "in:" else "")
+    ),
+    st.tuples(st.sampled_from(_SUFFIXES), _rp).map(lambda t: f"in_tree{t[0]}={t[1]}"),
+)
+_request_wide = st.sampled_from(
+    (
+        "group_policy=none",
+        "group_policy=isolate",
+        "limit=1",
+        "limit=2",
+        "root_required=HW_CPU_X86_AVX",
+        "root_required=!CUSTOM_T1",
+        "root_required=HW_CPU_X86_AVX,!HW_CPU_X86_SSE",
+        f"root_required={SHARES}",
+        "same_subtree=1,_NET",
+        "same_subtree=_NET",
+        "same_subtree=1",
+    )
+)
+_generated_candidates = st.lists(
+    st.one_of(_group_param, _group_param, _request_wide), min_size=1, max_size=6
+).map(lambda ps: "?" + "&".join(ps))
+_candidate_query = st.one_of(
+    _generated_candidates,
+    _generated_candidates,
+    _query(
+        st.tuples(_rc, st.sampled_from((1, 2, 4))).map(lambda t: f"resources={t[0]}:{t[1]}"),
+        st.sampled_from(
+            ("resources=VCPU:1,MEMORY_MB:2", "resources=VCPU:1", "resources=DISK_GB:1")
+        ),
+        st.sampled_from(("resources1=VCPU:1", "group_policy=none", "group_policy=isolate")),
+        st.sampled_from(("limit=1", "limit=2", "limit=0", "limit=x")),
+        _trait.map(lambda t: f"required={t}"),
+        _rp.map(lambda u: f"in_tree={u}"),
+        st.sampled_from(AGGREGATES).map(lambda a: f"member_of={a}"),
+        st.sampled_from(("root_required=HW_CPU_X86_AVX", "same_subtree=_1", "bogus=1")),
+    ),
 )
 _usage_query = _query(
     st.sampled_from(("project_id=project-a", "project_id=project-a", "project_id=")),
@@ -454,6 +551,8 @@ _weird_paths = st.one_of(
     _rp.map(lambda u: f"/resource_providers/{u}/inventories/%56CPU"),
     st.sampled_from(("/resource_provider", "/traits/", "/allocations", "/%72esource_providers")),
     _rp.map(lambda u: f"/resource_providers/{u}/"),
+    _rp.map(lambda u: f"/resource_providers/{u}%3Fa=b"),
+    _rp.map(lambda u: f"/resource_providers/{u}/traits%2F"),
 )
 _raw_headers = st.sampled_from(
     (
@@ -461,7 +560,46 @@ _raw_headers = st.sampled_from(
         (("Accept", "text/html"),),
         (("Accept", "text/plain"),),
         (("Accept", "application/xml"),),
+        (("Accept", "application/json; charset=utf-8"),),
+        (("Accept", "application"),),
+        (("Accept", "*"),),
+        (("Accept", "text/html, application/json;q=0.5"),),
         (("Content-Type", "text/plain"),),
+        (("Content-Type", "application/json ; charset=utf-8"),),
+        (("Content-Type", "application/json;charset=utf-8"),),
+        (("X-Roles", "ADMIN"),),
+        (("X-Roles", "reader"), ("X-Auth-Token", "user-a:project-a")),
+        (("X-Auth-Token", None),),
+        (("OpenStack-System-Scope", "all"),),
+    )
+)
+_hostile_queries = st.sampled_from(
+    (
+        "/resource_providers?name=%ff%fe",
+        "/resource_providers?name=rp-a;uuid=x",
+        "/resource_providers?name=rp%2Da",
+        "/traits?name=in:%ff",
+        "/usages?project_id=project-a&project_id=project-b",
+        "/usages?project_id=%ff",
+        "/allocation_candidates?resources=VCPU:1&limit=x&limit=1",
+        "/allocation_candidates?resources=VCPU:1&limit=1&limit=x",
+        "/allocation_candidates?resources=VCPU:1;limit=1",
+        "/allocation_candidates?resources=VCPU%3A1",
+        "/resource_classes?",
+    )
+)
+_hostile_bodies = st.sampled_from(
+    (
+        None,
+        "{",
+        '{"name": "x"}',
+        "[]",
+        "[" * 500 + "]" * 500,
+        '{"name":' * 300 + '"x"' + "}" * 300,
+        '{"name": "a\\ud800b"}',
+        '{"name": "caf\\u00e9"}',
+        '{"name": 1e400}',
+        '{"name": "x", "name": "y"}',
     )
 )
 
@@ -643,15 +781,19 @@ ROUTES: dict[str, tuple[st.SearchStrategy[Step], Callable[[Step, Context], Reque
     ),
     "GET /usages": (_step("GET /usages", query=_usage_query), _usages),
     "GET /allocation_candidates": (
-        _step("GET /allocation_candidates", 8, query=_candidate_query),
+        _step("GET /allocation_candidates", query=_candidate_query),
         _candidates,
     ),
     "(hostile)": (
         _step(
             "(hostile)",
             method=st.sampled_from(("GET", "HEAD", "PATCH", "PUT", "POST", "DELETE")),
-            path=st.one_of(_weird_paths, st.sampled_from(("/resource_providers", "/traits"))),
-            body=st.sampled_from((None, "{", '{"name": "x"}', "[]")),
+            path=st.one_of(
+                _weird_paths,
+                _hostile_queries,
+                st.sampled_from(("/resource_providers", "/traits", "/usages")),
+            ),
+            body=_hostile_bodies,
             headers=_raw_headers,
         ),
         _raw,

@@ -94,7 +94,7 @@ def test_the_fixture_extra_holds_what_the_fake_imports():
     extras = setup["options.extras_require"]
 
     fixture = extras["fixture"]
-    for name in ("jsonschema", "microversion-parse", "os-traits", "os-resource-classes"):
+    for name in ("jsonschema", "microversion-parse", "os-traits", "os-resource-classes", "WebOb"):
         assert name in fixture
     assert "reportclient[fixture]" in extras["test"]
     assert "pytest11" not in setup["options.entry_points"]
