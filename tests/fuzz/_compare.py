@@ -34,6 +34,9 @@ UNORDERED: dict[str, str] = {
     "allocation_requests": "a set of candidates (order moves with PYTHONHASHSEED); the fake "
     "shuffles it on purpose by default",
     "mappings": "each group's providers come from a set",
+    "allocations": "a list only in candidates before 1.12 (a dict everywhere else): one "
+    "candidate's providers, gathered from sets in Placement's search (osc-placement's "
+    "test_list_shared: the sharing provider first on one side, last on the other)",
     "aggregates": "read back as a set of aggregate uuids",
     "traits": "rows in database order: the standard ones were inserted from a set at "
     "start-up, and filtered lists follow the database's query plan (name index or rows)",
