@@ -164,7 +164,7 @@ def bypassed(ops: Iterable[Op], retried: set[str]) -> dict[str, dict[int, bool]]
 
 
 #: Typed errors that say a write lost to a newer generation (nothing of it landed, to the client).
-_REFUSED = frozenset({"ConsumerChanged", "GenerationConflict"})
+_REFUSED = frozenset({"ConsumerChanged", "GenerationConflict", "PlacementOverloaded"})
 
 
 def refused_but_landed(

@@ -301,7 +301,8 @@ def judge_node(
         if any(p.outcome == OK for p in ops):
             allowed.append(moved)
         elif any(p.outcome not in ("NothingToMove", "ConsumerChanged", "GenerationConflict",
-                                    "PlacementUnavailable") for p in ops):  # fmt: skip
+                                    "PlacementUnavailable", "PlacementOverloaded")
+                 for p in ops):  # fmt: skip
             allowed += [moved, stayed]
         else:
             allowed.append(stayed)
@@ -376,6 +377,7 @@ def uncertain_pop(op: POp) -> bool:
     """Whether a provider-side operation's write may or may not have landed."""
     return op.outcome != OK and op.outcome not in (
         "GenerationConflict", "PlacementUnavailable", "InventoryInUse", "ProviderNotFound",
+        "PlacementOverloaded",
     )  # fmt: skip
 
 

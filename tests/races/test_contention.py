@@ -34,6 +34,8 @@ SHELVED = 32
 STORM_SEED = 20261130
 #: Outcomes a Placement 500 can cause without any injected fault (see runner).
 UNCLEAR = {"OutcomeUnknown", "PlacementUnavailable"}
+#: The retry budget refused a retry (issue 37): nothing of that write landed, judged as such.
+REFUSED = {"GenerationConflict", "PlacementOverloaded"}
 
 
 def show(title: str, checker: Checker, seconds: float, errors: int) -> None:
@@ -69,7 +71,7 @@ def test_sixty_four_adds_from_four_processes_all_count_exactly_once(
 
     assert len(checker.ops) == ADDS
     # Contention may outlast the policy: counted, never dropped silently.
-    assert set(checker.outcomes()) <= {OK, "GenerationConflict"} | UNCLEAR, checker.outcomes()
+    assert set(checker.outcomes()) <= {OK} | REFUSED | UNCLEAR, checker.outcomes()
     assert checker.outcomes()[OK] > ADDS // 4
     assert_unknowns_come_from_server_errors(checker)
     checker.assert_clean()
@@ -134,7 +136,7 @@ def test_mixed_storm_on_sixteen_consumers_leaves_what_the_last_successes_wrote(
     title = f"[{cluster.database}] storm, seed {STORM_SEED}"
     show(title, checker, time.monotonic() - started, errors)
 
-    allowed = {OK, "ConsumerChanged", "ConsumerGone", "GenerationConflict"} | UNCLEAR
+    allowed = {OK, "ConsumerChanged", "ConsumerGone"} | REFUSED | UNCLEAR
     assert set(checker.outcomes()) <= allowed, checker.outcomes()
     assert_unknowns_come_from_server_errors(checker)
     for kind in ("claim", "add", "release"):

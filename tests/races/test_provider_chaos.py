@@ -60,7 +60,11 @@ STORM_STEPS = 6
 #: Categories shown beside "applied twice" and "lost" (a broken tree counts as clobbered).
 EXTRA = ("clobbered", "phantom", "resurrected")
 #: What each provider-side operation may end in besides success.
-TYPED = frozenset({"OutcomeUnknown", "PlacementUnavailable", "GenerationConflict"})
+#: PlacementOverloaded: the client's retry budget, spent on the injected faults, refused a
+#: retry of a write that cannot have landed (the state judges still check the data).
+TYPED = frozenset(
+    {"OutcomeUnknown", "PlacementUnavailable", "GenerationConflict", "PlacementOverloaded"}
+)
 ALLOWED = {
     "reconcile": TYPED,
     "add_trait": TYPED,
