@@ -367,6 +367,11 @@ class FaultProxy:
                 raise TimeoutError(f"no matching record within {timeout}s; log: {self._log}")
             return found
 
+    def wait_records(self, count: int, timeout: float) -> bool:
+        """Wait until ``count`` requests have an outcome; False if ``timeout`` came first."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self._log) >= count, timeout)
+
     def release_stalled(self) -> None:
         """Close every currently stalled request's connection (without forwarding it)."""
         with self._cond:
