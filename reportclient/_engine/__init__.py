@@ -7,6 +7,6 @@ one consumer (:mod:`.consumer_write`), several in one POST
 (:mod:`.batch_write`), a provider field (:mod:`.field_write`) and a reshape
 (:mod:`.reshape_write`); moves are plans over a batch write
 (:mod:`.moves`); reconcile drives field writes over a tree
-(:mod:`.reconcile`). The engine talks to Placement through
-:class:`.wire.Wire` and never sees HTTP.
+(:mod:`.reconcile`). The engine talks to Placement through the gateway
+(:mod:`reportclient._gateway`) and never sees HTTP.
 """

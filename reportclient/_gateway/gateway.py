@@ -2,7 +2,7 @@
 
 Every request the library sends to Placement goes through :class:`Gateway`:
 it builds the path and the body (:mod:`.routes`), sends it through the wire
-(:class:`.wire.Wire`), parses the answer into a model value, and is the
+(:class:`reportclient._wire.transport.Transport`), parses the answer into a model value, and is the
 only code that tells the consumer and provider caches what the answer, or
 a lost answer, proved. The engine's writes, the clients' typed calls,
 reconcile, cascades and raw requests all come here, so no answer reaches a
@@ -41,7 +41,7 @@ never a state here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reportclient._gateway import routes
 from reportclient._gateway.catalogue_routes import CatalogueRoutes
@@ -59,9 +59,11 @@ from reportclient._gateway.provider_routes import (
     TreeListing,
     server_time,
 )
-from reportclient._gateway.wire import Wire
 from reportclient._model.consumers import ConsumerAllocations
 from reportclient._model.microversions import Microversion
+
+if TYPE_CHECKING:  # an annotation only: the gateway never imports the wire (setup.cfg)
+    from reportclient._wire.transport import Transport
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -90,7 +92,7 @@ class Gateway(ConsumerRoutes, ProviderRoutes, CatalogueRoutes):
 
     @classmethod
     def build(
-        cls, wire: Wire, *, cache_size: int, cache_ttl: float, clock: Callable[[], float]
+        cls, wire: Transport, *, cache_size: int, cache_ttl: float, clock: Callable[[], float]
     ) -> Gateway:
         """A gateway with its own caches.
 

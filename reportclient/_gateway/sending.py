@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reportclient._gateway.consumer_cache import ConsumerCache
 from reportclient._gateway.provider_cache import ProviderCache, Snapshot
-from reportclient._gateway.wire import Wire
 from reportclient.errors import GenerationConflict, PlacementUnavailable
+
+if TYPE_CHECKING:  # an annotation only: the gateway never imports the wire (setup.cfg)
+    from reportclient._wire.transport import Transport
 
 __all__ = ["Sending"]
 
@@ -31,12 +33,17 @@ def _may_have_landed(exc: BaseException) -> bool:
 class Sending:
     """The wire and the caches a route family sends through and tells.
 
-    :param wire: the transport (:class:`reportclient._wire.transport.Transport`).
+    :param wire: the transport (:class:`reportclient._wire.transport.Transport`),
+        typed against the class itself so its signatures are written once;
+        its ``request`` raises a :class:`~reportclient.errors.PlacementError`
+        subclass for anything but a 2xx (:class:`~reportclient.errors.GenerationConflict`
+        for a conflict, :class:`~reportclient.errors.PlacementUnavailable` with
+        ``outcome_unknown`` when a write may have landed unseen).
     :param consumers: the client's consumer cache.
     :param providers: the client's provider-field cache.
     """
 
-    def __init__(self, wire: Wire, consumers: ConsumerCache, providers: ProviderCache) -> None:
+    def __init__(self, wire: Transport, consumers: ConsumerCache, providers: ProviderCache) -> None:
         self._wire = wire
         self._consumers = consumers
         self._providers = providers
