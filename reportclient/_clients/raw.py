@@ -14,7 +14,7 @@ import tenacity
 
 from reportclient._budget import GiveUp, operation
 from reportclient._clients.core import Core, Timeout
-from reportclient._model.raw import RawAnswer
+from reportclient._model.raw import RawAnswer, RawRequest
 from reportclient._model.validation import validate_method, validate_path
 from reportclient._wire.negotiation import format_version, parse_version
 from reportclient._wire.transport import validate_request_id, validate_timeout
@@ -72,31 +72,27 @@ class RawClient:
         :raises PlacementError: (a subclass where one fits) for any answer
             of 400 or more.
         """
-        verb = validate_method(method, has_body=json is not None)
-        where = validate_path(path)
-        version = None if microversion is None else parse_version(microversion)
-        seconds = None if timeout is None else validate_timeout(timeout)
-        request_id = validate_request_id(global_request_id)
+        raw = RawRequest(
+            method=validate_method(method, has_body=json is not None),
+            path=validate_path(path),
+            json=json,
+            version=None if microversion is None else parse_version(microversion),
+            timeout=None if timeout is None else validate_timeout(timeout),
+            request_id=validate_request_id(global_request_id),
+        )
         policy = self._core.policy(retry)
 
         def send() -> RawAnswer:
-            reply = self._core.gateway.raw(
-                verb,
-                where,
-                json=json,
-                version=version,
-                request_id=request_id,
-                timeout=seconds,
-            )
+            reply = self._core.gateway.raw(raw)
             return RawAnswer(
                 reply.status,
                 reply.body,
                 MappingProxyType(dict(reply.headers)),
                 reply.request_id,
-                format_version(version or self._core.gateway.microversion),
+                format_version(raw.version or self._core.gateway.microversion),
             )
 
-        if verb not in _READS:
+        if raw.method not in _READS:
             return send()
         # A read is harmless to repeat; only an unreachable server is worth
         # it, and each try after the first spends from the client's budget.
@@ -116,7 +112,7 @@ class RawClient:
                 if this.refused is not GiveUp.BUDGET:
                     raise
                 raise PlacementOverloaded(
-                    f"{verb} {where} not sent again: {GiveUp.BUDGET.value} "
+                    f"{raw.method} {raw.path} not sent again: {GiveUp.BUDGET.value} "
                     f"(Placement is overloaded; last answer: {exc.message})",
                     last=exc,
                 ) from exc

@@ -41,7 +41,7 @@ never a state here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from reportclient._gateway import routes
 from reportclient._gateway.catalogue_routes import CatalogueRoutes
@@ -61,9 +61,10 @@ from reportclient._gateway.provider_routes import (
 )
 from reportclient._model.consumers import ConsumerAllocations
 from reportclient._model.microversions import Microversion
+from reportclient._model.raw import RawRequest
 
 if TYPE_CHECKING:  # an annotation only: the gateway never imports the wire (setup.cfg)
-    from reportclient._wire.transport import Transport
+    from reportclient._wire.transport import Reply, Transport
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -145,16 +146,7 @@ class Gateway(ConsumerRoutes, ProviderRoutes, CatalogueRoutes):
         self._providers.forget(uuid, kind)
 
     # -- raw requests ---------------------------------------------------------------------
-    def raw(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any,
-        version: Microversion | None,
-        request_id: str | None,
-        timeout: tuple[float, float] | None,
-    ) -> Any:
+    def raw(self, request: RawRequest) -> Reply:
         """A request to a route the library has not typed; a write forgets what it concerns.
 
         The gateway cannot parse what a raw write left, so every consumer
@@ -163,16 +155,9 @@ class Gateway(ConsumerRoutes, ProviderRoutes, CatalogueRoutes):
         forgets everything). Answers in flight across that forget arrive
         in doubt.
         """
-        touched = routes.concerns(method, path, json)
+        touched = routes.concerns(request.method, request.path, request.json)
         try:
-            return self._wire.send_raw(
-                method,
-                path,
-                json=json,
-                version=version,
-                global_request_id=request_id,
-                timeout=timeout,
-            )
+            return self._wire.send_raw(request)
         finally:
             if touched.everything:
                 self._consumers.clear()

@@ -1,4 +1,4 @@
-"""What a raw request returns: the answer to a route the library has not typed."""
+"""A raw request and what it returns: a route the library has not typed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RawAnswer"]
+from reportclient._model.microversions import Microversion
+
+__all__ = ["RawAnswer", "RawRequest"]
+
+
+@dataclass(frozen=True, slots=True)
+class RawRequest:
+    """A request to a route the library has not typed, its arguments already checked.
+
+    Built once by :meth:`PlacementClient.request` and carried unchanged
+    through the gateway (which forgets what it concerns) to the wire.
+
+    :param method: the verb, upper case.
+    :param path: the path and query under the Placement endpoint, from ``/``.
+    :param json: the body of a PUT or POST, or None.
+    :param version: send at exactly this microversion (None: the one in use).
+    :param request_id: the global request id for this request (None: the client's).
+    :param timeout: (connect, read) seconds for this request (None: the client's).
+    """
+
+    method: str
+    path: str
+    json: Any = None
+    version: Microversion | None = None
+    request_id: str | None = None
+    timeout: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from keystoneauth1 import exceptions as ks_exc
 
 from reportclient._budget import GiveUp, Operation, current, operation
 from reportclient._model.microversions import CONSUMER_GENERATION_VERSION, MAX_VERSION, Microversion
+from reportclient._model.raw import RawRequest
 from reportclient._wire.ambient import ambient_request_id
 from reportclient._wire.failures import (
     READS,
@@ -322,34 +323,22 @@ class Transport:
                 policy.sleep(delay)
                 state.prepare_for_next_attempt()
 
-    def send_raw(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        version: Microversion | None = None,
-        global_request_id: str | None = None,
-        timeout: tuple[float, float] | None = None,
-    ) -> Reply:
+    def send_raw(self, raw: RawRequest) -> Reply:
         """Send one request the library has not typed, with its response headers.
 
         The same single path as every other request: writes are sent once,
         every failure is the same typed error. Method, path and arguments are
-        the caller's to validate.
-
-        :param version: send at exactly this version (default: the one in use).
-        :param timeout: (connect, read) seconds for this request only.
+        the caller's to validate (:class:`~reportclient._model.raw.RawRequest`).
         """
-        sent = self.microversion if version is None else version
+        sent = self.microversion if raw.version is None else raw.version
         with operation(self._budget):  # its own first attempt, unless the caller's loop is one
             return self._send(
-                method,
-                path,
+                raw.method,
+                raw.path,
                 version=sent,
-                json=json,
-                global_request_id=global_request_id,
-                timeout=timeout,
+                json=raw.json,
+                global_request_id=raw.request_id,
+                timeout=raw.timeout,
                 with_headers=True,
             )
 
