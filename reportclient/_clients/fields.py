@@ -168,6 +168,8 @@ class FieldsClient:
         return self._replace(ProviderTraits, uuid, names, set, generation, global_request_id)
 
     # -- aggregates -------------------------------------------------------------
+    # The traits' four methods again, on purpose: each is public with its own
+    # names and member rule; what they share is _read, _change and _replace.
     def get_aggregates(
         self, uuid: str, *, global_request_id: str | None = None
     ) -> ProviderAggregates:

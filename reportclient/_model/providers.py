@@ -388,6 +388,8 @@ class ProviderTraits(_MemberSet):
         return validate_standard_name(value, "trait")
 
 
+# Like ProviderTraits on purpose: only the public field, its route and the
+# member rule differ; everything else is _MemberSet's.
 @dataclass(frozen=True, slots=True)
 class ProviderAggregates(_MemberSet):
     """A provider's aggregate uuids as of ``generation`` (microversion 1.19+)."""
