@@ -4,7 +4,7 @@ Their fixtures (``real_placement``, ``placement_admin``, ``compute_node``,
 ``placement_process``) come from ``reportclient.testing.pytest_plugin``,
 which pyproject.toml's ``addopts`` loads for every run, so the functional
 and contract suites share one embedded Placement per session. Defined here: ``real`` (those
-three as one), the database clusters' ``cluster`` and ``admin``, and the Keystone stand-in
+three as one), the database clusters' ``cluster`` and ``cluster_admin``, and the Keystone stand-in
 the configuration tests build clients through.
 """
 
@@ -42,8 +42,12 @@ def cluster(request: pytest.FixtureRequest) -> PlacementCluster:
 
 
 @pytest.fixture
-def admin(cluster: PlacementCluster) -> Iterator[PlacementAdmin]:
-    """A raw admin helper on ``cluster`` (test_cluster, test_slow_writes). Modules with a
-    Placement of their own (test_outcomes, test_write_machine_real) define their own ``admin``."""
+def cluster_admin(cluster: PlacementCluster) -> Iterator[PlacementAdmin]:
+    """A raw admin helper on ``cluster`` (test_cluster, test_slow_writes).
+
+    Not named ``admin``: modules with a Placement of their own (test_outcomes,
+    test_write_machine_real) define an ``admin`` on it, and a test there that
+    forgot to would get this one, on the wrong server, without an error.
+    """
     with PlacementAdmin(cluster.url, cluster.token) as helper:
         yield helper

@@ -29,7 +29,7 @@ UNREACHABLE = {
 }
 
 
-# ``cluster`` and its ``admin``: tests/functional/conftest.py.
+# ``cluster`` and its ``cluster_admin``: tests/functional/conftest.py.
 
 
 def put_allocations(
@@ -67,18 +67,18 @@ def closed_port() -> int:
 
 
 def test_cluster_serves_placement_from_four_worker_processes(
-    cluster: PlacementCluster, admin: PlacementAdmin
+    cluster: PlacementCluster, cluster_admin: PlacementAdmin
 ) -> None:
     assert len(cluster.worker_pids()) == 4
     assert cluster.master_pid not in cluster.worker_pids()
-    root = admin.request("GET", "/", microversion=None)
+    root = cluster_admin.request("GET", "/", microversion=None)
     assert root.json()["versions"][0]["max_version"] == LATEST
 
 
 def test_forty_concurrent_allocation_writes_from_eight_threads_all_succeed(
-    cluster: PlacementCluster, admin: PlacementAdmin
+    cluster: PlacementCluster, cluster_admin: PlacementAdmin
 ) -> None:
-    providers = [admin.create_provider(inventory={"VCPU": 64}) for _ in range(8)]
+    providers = [cluster_admin.create_provider(inventory={"VCPU": 64}) for _ in range(8)]
     consumers = [new_id() for _ in range(40)]
     # The first write creates the shared project, user and consumer type rows.
     assert put_allocations(cluster, new_id(), raw_body({providers[0]: {"VCPU": 1}}, None)).ok
@@ -94,13 +94,13 @@ def test_forty_concurrent_allocation_writes_from_eight_threads_all_succeed(
     answers = [answer for kind, result in outcomes if kind == "ok" for answer in result]
     assert [kind for kind, _ in outcomes] == ["ok"] * 8, outcomes
     assert [status for status, _ in answers] == [204] * 40, [a for a in answers if a[0] != 204]
-    assert [admin.usages(rp)["VCPU"] for rp in providers] == [6] + [5] * 7
+    assert [cluster_admin.usages(rp)["VCPU"] for rp in providers] == [6] + [5] * 7
 
 
 def test_killed_worker_is_replaced_and_requests_keep_succeeding(
-    cluster: PlacementCluster, admin: PlacementAdmin
+    cluster: PlacementCluster, cluster_admin: PlacementAdmin
 ) -> None:
-    rp = admin.create_provider(inventory={"VCPU": 64})
+    rp = cluster_admin.create_provider(inventory={"VCPU": 64})
 
     victim = cluster.kill_worker()
     workers = cluster.wait_for_workers(4)
@@ -133,9 +133,9 @@ def test_cluster_database_is_dropped_when_start_up_fails(cluster: PlacementClust
 
 
 def test_held_consumer_lock_parks_a_put_until_release_then_it_commits(
-    cluster: PlacementCluster, admin: PlacementAdmin
+    cluster: PlacementCluster, cluster_admin: PlacementAdmin
 ) -> None:
-    rp = admin.create_provider(inventory={"VCPU": 8})
+    rp = cluster_admin.create_provider(inventory={"VCPU": 8})
     consumer = new_id()
     assert put_allocations(cluster, consumer, raw_body({rp: {"VCPU": 1}}, None)).status_code == 204
 
@@ -146,7 +146,7 @@ def test_held_consumer_lock_parks_a_put_until_release_then_it_commits(
         lock.wait_for_blocked(1)  # the write waits on our row lock, not anywhere else
 
     cluster.wait_for_consumer_generation(consumer, 2)
-    raw = admin.get_allocations(consumer)
+    raw = cluster_admin.get_allocations(consumer)
     assert raw["consumer_generation"] == 2
     assert held(raw) == {rp: {"VCPU": 2}}
 

@@ -161,7 +161,7 @@ def wait_for_waiting_writes(cluster: PlacementCluster, count: int, running: Futu
 # -- fixtures and helpers --------------------------------------------------------------------
 
 
-# ``cluster`` and its ``admin``: tests/functional/conftest.py.
+# ``cluster`` and its ``cluster_admin``: tests/functional/conftest.py.
 
 
 @pytest.fixture
@@ -225,15 +225,15 @@ def update(client: PlacementClient, consumer: str, mutate: Mutation) -> Callable
 
 
 def test_slow_add_committing_between_reread_and_retry_is_outcome_unknown_applied_once(
-    cluster: PlacementCluster, admin: PlacementAdmin, http: requests.Session
+    cluster: PlacementCluster, cluster_admin: PlacementAdmin, http: requests.Session
 ) -> None:
-    rp = new_rp(admin)
-    consumer = existing(admin, {rp: {"VCPU": BASE}})
+    rp = new_rp(cluster_admin)
+    consumer = existing(cluster_admin, {rp: {"VCPU": BASE}})
     slow, client = client_under_test(cluster, http, consumer)
 
     with slow:
         add = update(client, consumer, add_allocations({rp: {"VCPU": 1}}))
-        error = record(cluster.database, add, added(admin, consumer, rp))
+        error = record(cluster.database, add, added(cluster_admin, consumer, rp))
 
     assert slow.committed.is_set(), "the parked write was never released from a re-read"
     assert slow.puts == [409]  # the retry carried N and met the client's own late write
@@ -242,53 +242,53 @@ def test_slow_add_committing_between_reread_and_retry_is_outcome_unknown_applied
     assert error.sent.allocations == {rp: {"VCPU": BASE + 1}}
     assert error.state is not None
     assert (error.state.generation, error.state.allocations) == (N + 1, {rp: {"VCPU": BASE + 1}})
-    assert holds(admin, consumer) == (N + 1, {rp: {"VCPU": BASE + 1}})
+    assert holds(cluster_admin, consumer) == (N + 1, {rp: {"VCPU": BASE + 1}})
 
 
 def test_slow_claim_committing_between_reread_and_retry_is_success_written_once(
-    cluster: PlacementCluster, admin: PlacementAdmin, http: requests.Session
+    cluster: PlacementCluster, cluster_admin: PlacementAdmin, http: requests.Session
 ) -> None:
-    rp = new_rp(admin)
-    consumer = existing(admin, {rp: {"VCPU": BASE}})
+    rp = new_rp(cluster_admin)
+    consumer = existing(cluster_admin, {rp: {"VCPU": BASE}})
     slow, client = client_under_test(cluster, http, consumer)
     client.get_allocations(consumer)  # the client knows the consumer: its claim reads first
     want = {rp: {"VCPU": 3}}
 
     with slow:
         claim = partial(client.claim, consumer, want, project_id=PROJECT, user_id=USER)
-        state = record(cluster.database, claim, writes_of(admin, consumer, want))
+        state = record(cluster.database, claim, writes_of(cluster_admin, consumer, want))
 
     assert slow.committed.is_set(), "the parked write was never released from a re-read"
     assert slow.puts == [409]
     assert not isinstance(state, PlacementError), state
     assert (state.generation, state.allocations) == (N + 1, want)
-    assert holds(admin, consumer) == (N + 1, want)
+    assert holds(cluster_admin, consumer) == (N + 1, want)
 
 
 def test_slow_remove_providers_committing_between_reread_and_retry_is_success_written_once(
-    cluster: PlacementCluster, admin: PlacementAdmin, http: requests.Session
+    cluster: PlacementCluster, cluster_admin: PlacementAdmin, http: requests.Session
 ) -> None:
-    rp, rp2 = new_rp(admin), new_rp(admin)
-    consumer = existing(admin, {rp: {"VCPU": BASE}, rp2: {"VCPU": BASE}})
+    rp, rp2 = new_rp(cluster_admin), new_rp(cluster_admin)
+    consumer = existing(cluster_admin, {rp: {"VCPU": BASE}, rp2: {"VCPU": BASE}})
     slow, client = client_under_test(cluster, http, consumer)
     want = {rp: {"VCPU": BASE}}
 
     with slow:
         remove = update(client, consumer, remove_providers([rp2]))
-        state = record(cluster.database, remove, writes_of(admin, consumer, want))
+        state = record(cluster.database, remove, writes_of(cluster_admin, consumer, want))
 
     assert slow.committed.is_set(), "the parked write was never released from a re-read"
     assert slow.puts == [409]
     assert not isinstance(state, PlacementError), state
     assert (state.generation, state.allocations) == (N + 1, want)
-    assert holds(admin, consumer) == (N + 1, want)
+    assert holds(cluster_admin, consumer) == (N + 1, want)
 
 
 def test_slow_add_whose_retry_queues_behind_it_is_applied_once(
-    cluster: PlacementCluster, admin: PlacementAdmin, http: requests.Session
+    cluster: PlacementCluster, cluster_admin: PlacementAdmin, http: requests.Session
 ) -> None:
-    rp = new_rp(admin)
-    consumer = existing(admin, {rp: {"VCPU": BASE}})
+    rp = new_rp(cluster_admin)
+    consumer = existing(cluster_admin, {rp: {"VCPU": BASE}})
     slow, client = client_under_test(cluster, http, consumer, release=False)
 
     with ThreadPoolExecutor(1, thread_name_prefix="client-under-test") as pool:
@@ -298,10 +298,10 @@ def test_slow_add_whose_retry_queues_behind_it_is_applied_once(
             # The retry, carrying N too, waits behind the first write: two parked writes.
             queued = wait_for_waiting_writes(cluster, 2, running)
         outcome = record(
-            cluster.database, partial(running.result, WAIT), added(admin, consumer, rp)
+            cluster.database, partial(running.result, WAIT), added(cluster_admin, consumer, rp)
         )
 
-    assert holds(admin, consumer) == (N + 1, {rp: {"VCPU": BASE + 1}})
+    assert holds(cluster_admin, consumer) == (N + 1, {rp: {"VCPU": BASE + 1}})
     if not queued:  # it ended while its writes were parked: it cannot have known the outcome
         assert isinstance(outcome, OutcomeUnknown), outcome
     if isinstance(outcome, PlacementError):

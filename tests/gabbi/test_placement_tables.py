@@ -13,7 +13,8 @@ import uuid
 
 import pytest
 
-from reportclient.fixture import _schema, _schemas
+from reportclient.fixture import _schema
+from reportclient.fixture._schemas import bodies
 from reportclient.fixture._wire import REAL_ROUTES
 
 
@@ -49,30 +50,30 @@ def _placement_schemas() -> dict[str, object]:
     trait = pytest.importorskip("placement.schemas.trait")
     agg = pytest.importorskip("placement.schemas.aggregate")
     return {
-        "put 1.0": (_schemas.allocations_schema((1, 0)), alloc.ALLOCATION_SCHEMA),
-        "put 1.8": (_schemas.allocations_schema((1, 8)), alloc.ALLOCATION_SCHEMA_V1_8),
-        "put 1.12": (_schemas.allocations_schema((1, 12)), alloc.ALLOCATION_SCHEMA_V1_12),
-        "put 1.28": (_schemas.allocations_schema((1, 28)), alloc.ALLOCATION_SCHEMA_V1_28),
-        "put 1.34": (_schemas.allocations_schema((1, 34)), alloc.ALLOCATION_SCHEMA_V1_34),
-        "put 1.38": (_schemas.allocations_schema((1, 38)), alloc.ALLOCATION_SCHEMA_V1_38),
-        "post 1.13": (_schemas.post_allocations_schema((1, 13)), alloc.POST_ALLOCATIONS_V1_13),
-        "post 1.28": (_schemas.post_allocations_schema((1, 28)), alloc.POST_ALLOCATIONS_V1_28),
-        "post 1.34": (_schemas.post_allocations_schema((1, 34)), alloc.POST_ALLOCATIONS_V1_34),
-        "post 1.38": (_schemas.post_allocations_schema((1, 38)), alloc.POST_ALLOCATIONS_V1_38),
+        "put 1.0": (bodies.allocations_schema((1, 0)), alloc.ALLOCATION_SCHEMA),
+        "put 1.8": (bodies.allocations_schema((1, 8)), alloc.ALLOCATION_SCHEMA_V1_8),
+        "put 1.12": (bodies.allocations_schema((1, 12)), alloc.ALLOCATION_SCHEMA_V1_12),
+        "put 1.28": (bodies.allocations_schema((1, 28)), alloc.ALLOCATION_SCHEMA_V1_28),
+        "put 1.34": (bodies.allocations_schema((1, 34)), alloc.ALLOCATION_SCHEMA_V1_34),
+        "put 1.38": (bodies.allocations_schema((1, 38)), alloc.ALLOCATION_SCHEMA_V1_38),
+        "post 1.13": (bodies.post_allocations_schema((1, 13)), alloc.POST_ALLOCATIONS_V1_13),
+        "post 1.28": (bodies.post_allocations_schema((1, 28)), alloc.POST_ALLOCATIONS_V1_28),
+        "post 1.34": (bodies.post_allocations_schema((1, 34)), alloc.POST_ALLOCATIONS_V1_34),
+        "post 1.38": (bodies.post_allocations_schema((1, 38)), alloc.POST_ALLOCATIONS_V1_38),
         "rp post": (
-            _schemas.provider_schema((1, 0), create=True),
+            bodies.provider_schema((1, 0), create=True),
             rp.POST_RESOURCE_PROVIDER_SCHEMA,
         ),
-        "rp post 1.14": (_schemas.provider_schema((1, 14), create=True), rp.POST_RP_SCHEMA_V1_14),
-        "rp put": (_schemas.provider_schema((1, 0), create=False), rp.PUT_RESOURCE_PROVIDER_SCHEMA),
-        "rp put 1.14": (_schemas.provider_schema((1, 14), create=False), rp.PUT_RP_SCHEMA_V1_14),
-        "inventory": (_schemas.INVENTORY, inv.BASE_INVENTORY_SCHEMA),
-        "inventory post": (_schemas.INVENTORY_WITH_CLASS, inv.POST_INVENTORY_SCHEMA),
-        "inventories": (_schemas.INVENTORIES, inv.PUT_INVENTORY_SCHEMA),
-        "class name": (_schemas.CUSTOM_CLASS_NAME, rc.PUT_RC_SCHEMA_V1_2),
-        "provider traits": (_schemas.PROVIDER_TRAITS, trait.SET_TRAITS_FOR_RP_SCHEMA),
-        "aggregates 1.1": (_schemas.AGGREGATES[(1, 1)], agg.PUT_AGGREGATES_SCHEMA_V1_1),
-        "aggregates 1.19": (_schemas.AGGREGATES[(1, 19)], agg.PUT_AGGREGATES_SCHEMA_V1_19),
+        "rp post 1.14": (bodies.provider_schema((1, 14), create=True), rp.POST_RP_SCHEMA_V1_14),
+        "rp put": (bodies.provider_schema((1, 0), create=False), rp.PUT_RESOURCE_PROVIDER_SCHEMA),
+        "rp put 1.14": (bodies.provider_schema((1, 14), create=False), rp.PUT_RP_SCHEMA_V1_14),
+        "inventory": (bodies.INVENTORY, inv.BASE_INVENTORY_SCHEMA),
+        "inventory post": (bodies.INVENTORY_WITH_CLASS, inv.POST_INVENTORY_SCHEMA),
+        "inventories": (bodies.INVENTORIES, inv.PUT_INVENTORY_SCHEMA),
+        "class name": (bodies.CUSTOM_CLASS_NAME, rc.PUT_RC_SCHEMA_V1_2),
+        "provider traits": (bodies.PROVIDER_TRAITS, trait.SET_TRAITS_FOR_RP_SCHEMA),
+        "aggregates 1.1": (bodies.AGGREGATES[(1, 1)], agg.PUT_AGGREGATES_SCHEMA_V1_1),
+        "aggregates 1.19": (bodies.AGGREGATES[(1, 19)], agg.PUT_AGGREGATES_SCHEMA_V1_19),
     }
 
 
@@ -97,7 +98,7 @@ def test_uuid_format_is_oslo_utils_is_uuid_like() -> None:
     ]
     for sample in samples:
         assert _schema._uuid_like(sample) is uuidutils.is_uuid_like(sample), sample
-    assert re.match(_schemas.UUID_KEY, str(uuid.uuid4()))
+    assert re.match(bodies.UUID_KEY, str(uuid.uuid4()))
 
 
 def test_every_fixture_a_yaml_file_names_is_ours_and_seeds_the_fake() -> None:
