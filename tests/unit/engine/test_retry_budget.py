@@ -15,7 +15,7 @@ import pytest
 import tenacity
 
 import reportclient
-from reportclient._budget import GiveUp, allows, next_retry, operation
+from reportclient._budget import GiveUp, allows, current, next_retry, operation
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
 from tests.support.wire import new_uuid
 
@@ -99,6 +99,20 @@ def test_an_operation_deposits_once_however_many_requests_it_nests() -> None:
     with operation(budget) as outer, operation(budget) as inner:
         assert inner is outer
     assert budget.stats().first_attempts == 1
+
+
+def test_an_operation_ends_with_its_outermost_scope_even_on_an_error() -> None:
+    """A nested scope's error leaves the outer operation current; the outer one's ends it."""
+    budget = reportclient.RetryBudget(clock=FakeClock())
+    with pytest.raises(KeyError), operation(budget) as outer:
+        with pytest.raises(ValueError), operation(budget):
+            raise ValueError
+        assert current() is outer
+        raise KeyError
+    assert current() is None
+    with operation(budget) as after:
+        assert after is not outer
+    assert budget.stats().first_attempts == 2
 
 
 @pytest.mark.parametrize(
