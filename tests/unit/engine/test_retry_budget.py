@@ -165,6 +165,7 @@ def test_an_empty_budget_ends_untouched_retries_in_placement_overloaded() -> Non
     assert isinstance(err.last, reportclient.GenerationConflict)
     assert err.outcome_unknown is False and isinstance(err, reportclient.PlacementUnavailable)
     assert str(err).startswith(f"Request {err.last.request_id}: PUT ")
+    assert "its retries went to conflicts with other writers" in str(err)  # not "overloaded"
     assert isinstance(err.__cause__, reportclient.GenerationConflict)
 
 
