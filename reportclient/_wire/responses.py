@@ -39,14 +39,6 @@ __all__ = ["error_from_response"]
 _CAPACITY_MARKERS = ("exceed the capacity", "Unable to allocate inventory")
 # A 404 carries no code of its own; its wording names the missing provider.
 _NO_PROVIDER = "No resource provider with uuid"
-# Placement's ResourceProviderConcurrentUpdateDetected, raised when a field
-# write's generation bump matched no row (the generation moved after the
-# handler checked it). PUT .../traits does not catch it (16.0.0, and master
-# as of 2026-12), so it escapes the write's transaction, which rolls back,
-# and reaches the fault wrapper as a 500: nothing was written.
-_PROVIDER_RACE_500 = (
-    "Another thread concurrently updated the resource provider data. Please retry your update"
-)
 
 _BY_CODE: dict[str, type[PlacementError]] = {
     INVENTORY_INUSE: InventoryInUse,
@@ -134,17 +126,8 @@ def error_from_response(
         return PlacementAuthError(message, **kwargs)
     if status == 406 and isinstance(body, dict):
         return MicroversionUnsupported(message, **kwargs)
-    if (
-        status == 500
-        and method == "PUT"
-        and url.endswith("/traits")
-        and detail == _PROVIDER_RACE_500
-    ):
-        # The in-server race the other field routes answer with 409
-        # concurrent_update (doc/source/placement_behaviour.rst).
-        return GenerationConflict(message, **kwargs)
     if status >= 500:
-        # Any other 5xx to a write may come after the server committed: Placement's
+        # Any 5xx to a write may come after the server committed: Placement's
         # own 500 can follow the database commit, and a proxy's 502/503/504/507
         # may hide a write the server applied. Only a read can tell. A read
         # changed nothing, whatever the server did with it.
