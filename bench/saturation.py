@@ -16,10 +16,14 @@ nova's callers do). Every cell is a few seconds.
 Columns, for the claims and for the writers of each cell: success (of offered claims, of
 writes begun), p50/p99 of the successful ones (a claim's from when it was offered),
 requests per successful operation, retries per first attempt (writes sent per operation
-begun, less one), goodput (successful writes per second, claims and provider writes) and
-Placement's CPU per successful write. Nothing lost: after each cell every provider's VCPU
-usage must lie between the claims reported done and those plus the ones whose outcome was
-reported unknown, and each writer's last reported write must be what Placement holds.
+begun, less one), goodput (successful writes per second, claims and provider writes),
+Placement's CPU per successful write, and each reportclient client's retry budget: the
+retries it granted beside the most it could grant (``ratio x first attempts + floor x
+window``: a cell with its warm-up fits in one window while ``--cell-seconds`` stays under
+the budget's window, 10 s by default), and the retries it refused. Nothing lost: after
+each cell every provider's VCPU usage must lie between the claims reported done and those
+plus the ones whose outcome was reported unknown, and each writer's last reported write
+must be what Placement holds.
 """
 
 from __future__ import annotations
@@ -246,10 +250,32 @@ def make_providers(admin: PlacementClient, n: int) -> list[str]:
     return providers
 
 
-def refused(client: Any) -> int:
-    """Retries the client's budget refused so far (0 for nova's client)."""
+@dataclass(frozen=True)
+class Spent:
+    """What one client's retry budget granted, allowed and refused in a cell.
+
+    ``allowed`` is the most the budget could grant in one window:
+    ``ratio x first attempts + floor x window``. Every client of a cell is
+    made for it and the cell (with its warm-up) is shorter than the window,
+    so all of its first attempts and retries fall in one window.
+    """
+
+    retries: int
+    allowed: float
+    refused: int
+
+    def cell(self) -> str:
+        return f"{self.retries}/{self.allowed:.0f}"
+
+
+def spent(client: Any) -> Spent | None:
+    """The client's budget so far (None for nova's client, or a client without one)."""
     budget = getattr(getattr(client, "_core", None), "budget", None)
-    return budget.stats().refused if budget is not None else 0
+    if budget is None:
+        return None
+    stats = budget.stats()
+    allowed = budget.ratio * stats.first_attempts + budget.floor * budget.window
+    return Spent(stats.retries, allowed, stats.refused)
 
 
 def _ms(values: list[float], q: float) -> str:
@@ -266,7 +292,7 @@ class Row:
     begun: int
     tally: Tally
     counts: Counter[str]
-    refused: int
+    budget: Spent | None
 
     @property
     def retries_per_first(self) -> float:
@@ -288,7 +314,8 @@ class Row:
             f"{goodput:.1f}",
             f"{cpu_per_write * 1000:.1f}",
             ", ".join(f"{k} {v}" for k, v in sorted(self.tally.errors.items())) or "-",
-            str(self.refused) if self.kind == RC else "-",
+            self.budget.cell() if self.budget is not None else "-",
+            str(self.budget.refused) if self.budget is not None else "-",
         ]
 
 
@@ -335,12 +362,21 @@ def cell(
             print(f"  LOST: {agent.writer}'s last write is not held", file=sys.stderr)
             bad += 1
     what = f"claims ({rate:.0f}/s offered)"
-    rows = [Row(kind, factor, what, claims.offered, claims.tally, claims.wire.counts, 0)]
+    rows = [
+        Row(
+            kind,
+            factor,
+            what,
+            claims.offered,
+            claims.tally,
+            claims.wire.counts,
+            spent(claims.client),
+        )
+    ]
     rows += [
-        Row(kind, factor, a.writer, a.tally.begun, a.tally, a.wire.counts, refused(a.client))
+        Row(kind, factor, a.writer, a.tally.begun, a.tally, a.wire.counts, spent(a.client))
         for a in agents
     ]
-    rows[0].refused = refused(claims.client)
     successes = sum(len(r.tally.done) for r in rows)
     return rows, successes / elapsed, cpu / max(successes, 1), bad
 
@@ -357,6 +393,7 @@ HEADERS = [
     "goodput/s",
     "CPU ms/write",
     "errors",
+    "budget spent/allowed",
     "budget refused",
 ]
 

@@ -45,9 +45,16 @@ UNTOUCHED_RETRIES = 250
 
 
 def _overloaded(write: GuardedWrite[Any, Any, Any], last: PlacementError) -> PlacementOverloaded:
+    # A conflict is no sign of overload: the budget also runs dry when a
+    # client's writes keep losing to other writers (claims moving a provider's
+    # generation), and the message says which it was.
+    why = (
+        "its retries went to conflicts with other writers"
+        if isinstance(last, GenerationConflict)
+        else "Placement is overloaded"
+    )
     return PlacementOverloaded(
-        f"{write.subject}: not retried, {GiveUp.BUDGET.value} "
-        f"(Placement is overloaded; last answer: {last.message})",
+        f"{write.subject}: not retried, {GiveUp.BUDGET.value} ({why}; last answer: {last.message})",
         last=last,
     )
 

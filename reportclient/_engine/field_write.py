@@ -27,10 +27,40 @@ from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
 from reportclient._gateway.gateway import Field, Gateway
-from reportclient._model.providers import ProviderWrite
-from reportclient.errors import OutcomeUnknown
+from reportclient._model.providers import ProviderTraits, ProviderWrite
+from reportclient.errors import GenerationConflict, OutcomeUnknown, PlacementUnavailable
 
-__all__ = ["Field", "FieldWrite"]
+__all__ = ["TRAITS_RACE_500", "Field", "FieldWrite", "traits_race"]
+
+#: What Placement's fault wrapper answers (500) when a traits write's
+#: generation bump matched no row: ``ResourceProviderConcurrentUpdateDetected``,
+#: which ``PUT .../traits`` does not catch (16.0.0, and master as of 2026-12),
+#: raised inside the transaction that writes the traits, which therefore
+#: rolls back. The other field routes answer the same race with 409
+#: ``placement.concurrent_update`` (doc/source/placement_behaviour.rst).
+TRAITS_RACE_500 = (
+    "Another thread concurrently updated the resource provider data. Please retry your update"
+)
+
+
+def traits_race(exc: PlacementUnavailable) -> GenerationConflict | None:
+    """The conflict a traits write's 500 stands for, when its words prove nothing was written.
+
+    Only Placement's own 500 with exactly that detail: any other 5xx (a
+    proxy's, a database error's) may follow a commit and stays a lost answer.
+    """
+    if exc.status != 500 or exc.detail != TRAITS_RACE_500:
+        return None
+    return GenerationConflict(
+        exc.message,
+        status=exc.status,
+        code=exc.code,
+        title=exc.title,
+        detail=exc.detail,
+        request_id=exc.request_id,
+        method=exc.method,
+        url=exc.url,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +163,19 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         return FieldSent(write, current, desired)
 
     def send(self, sent: FieldSent[Field]) -> Field:
-        """PUT the field with the generation it was computed from."""
+        """PUT the field with the generation it was computed from.
+
+        :raises GenerationConflict: also for Placement's 500 that a traits
+            write lost the in-server race (:func:`traits_race`).
+        """
         self.requests += 1
-        new = self._gateway.put_field(self._kind, sent.write, self._request_id)
+        try:
+            new = self._gateway.put_field(self._kind, sent.write, self._request_id)
+        except PlacementUnavailable as exc:
+            race = traits_race(exc) if self._kind is ProviderTraits else None
+            if race is None:
+                raise
+            raise race from exc
         self.wrote = True
         return new
 

@@ -211,3 +211,96 @@ def test_an_empty_write_deletes_a_write_that_landed_after_its_generation_check(
         f"{EVIDENCE_LOG} [{OFFLOAD}]: Empty write for consumer {consumer} checked generation 1, "
         "then read its allocations at generation 2"
     ]
+
+
+TRAITS = ["HW_CPU_X86_AVX2"]
+
+
+@pytest.fixture
+def before_set_traits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Callable[[Callable[[], None]], None]]:
+    """``arm(other)``: ``other()`` runs once, inside the next ``PUT .../traits``, after
+    Placement checked the generation it carries and before the transaction that writes the
+    traits and bumps the generation (``handlers/trait.py``, ``ResourceProvider.set_traits``)."""
+    from placement.objects import resource_provider as rp_obj
+
+    original = rp_obj.ResourceProvider.set_traits
+    armed: list[Callable[[], None]] = []
+
+    def set_traits(self: Any, traits: Any) -> None:
+        if armed:
+            armed.pop()()
+        original(self, traits)
+
+    monkeypatch.setattr(rp_obj.ResourceProvider, "set_traits", set_traits)
+    yield armed.append
+    assert not armed, "the armed writer never ran"
+
+
+def _claims_on(real: Real, count: int) -> Callable[[], None]:
+    """``count`` claims of 1 VCPU on the node, each moving its generation, sent in this thread."""
+
+    def claims() -> None:
+        for _ in range(count):
+            answer = send(
+                real.placement,
+                "PUT",
+                f"/allocations/{new_id()}",
+                raw_body({real.node: {"VCPU": 1}}, None),
+            )
+            assert answer.status_code == 204, answer.text
+
+    return claims
+
+
+def _traits(real: Real) -> tuple[int, set[str]]:
+    answer = send(real.placement, "GET", f"/resource_providers/{real.node}/traits", None)
+    assert answer.status_code == 200, answer.text
+    return answer.json["resource_provider_generation"], set(answer.json["traits"])
+
+
+def test_a_traits_write_losing_the_generation_race_is_a_500_that_wrote_nothing(
+    real: Real, before_set_traits: Callable[[Callable[[], None]], None]
+) -> None:
+    """Placement's PUT .../traits leaves its in-server race uncaught: 500, transaction rolled back.
+
+    The other field routes answer the same race (``ResourceProviderConcurrentUpdateDetected``
+    from the generation bump) with 409 ``placement.concurrent_update``.
+    """
+    generation, traits = _traits(real)
+    before_set_traits(_claims_on(real, 1))
+    answer = send(
+        real.placement,
+        "PUT",
+        f"/resource_providers/{real.node}/traits",
+        {"resource_provider_generation": generation, "traits": TRAITS},
+    )
+    assert answer.status_code == 500, answer.text
+    assert answer.json["errors"][0]["code"] == "placement.undefined_code"
+    assert answer.json["errors"][0]["detail"].split("\n\n")[-1].strip() == (
+        "Another thread concurrently updated the resource provider data. Please retry your update"
+    )
+    assert _traits(real) == (generation + 1, traits)  # only the claim's bump; no trait written
+
+
+def test_set_traits_retries_a_500_race_at_once_instead_of_reporting_an_unknown_outcome(
+    real: Real, before_set_traits: Callable[[Callable[[], None]], None], client: PlacementClient
+) -> None:
+    """Two claims land inside the PUT: a re-read alone (generation g+2) could not tell a write
+    that landed from one that did not. The 500's words prove it did not (issue 37: set_traits
+    ended in OutcomeUnknown beside claims in the saturation benchmark)."""
+    before_set_traits(_claims_on(real, 2))
+    real.placement.clear_requests_seen()
+    done = client.providers.set_traits(real.node, TRAITS)
+
+    path = f"/resource_providers/{real.node}/traits"
+    assert [w for w in real.wire() if w[1] == path] == [
+        ("GET", path, 200),
+        ("PUT", path, 500),  # after both claims
+        ("GET", path, 200),  # the look: traits untouched
+        ("PUT", path, 200),  # at once
+    ]
+    assert client.sleeps == [0.0]  # type: ignore[attr-defined]  # no wait
+    assert set(done.traits) == set(TRAITS)
+    assert _traits(real) == (done.generation, set(TRAITS))

@@ -15,7 +15,7 @@ import pytest
 import tenacity
 
 import reportclient
-from reportclient._budget import GiveUp, allows, next_retry, operation
+from reportclient._budget import GiveUp, allows, current, next_retry, operation
 from reportclient.fixture import FakeClock, FakePlacement, RequestRecord, make_client
 from tests.support.wire import new_uuid
 
@@ -101,6 +101,20 @@ def test_an_operation_deposits_once_however_many_requests_it_nests() -> None:
     assert budget.stats().first_attempts == 1
 
 
+def test_an_operation_ends_with_its_outermost_scope_even_on_an_error() -> None:
+    """A nested scope's error leaves the outer operation current; the outer one's ends it."""
+    budget = reportclient.RetryBudget(clock=FakeClock())
+    with pytest.raises(KeyError), operation(budget) as outer:
+        with pytest.raises(ValueError), operation(budget):
+            raise ValueError
+        assert current() is outer
+        raise KeyError
+    assert current() is None
+    with operation(budget) as after:
+        assert after is not outer
+    assert budget.stats().first_attempts == 2
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"ratio": -0.1}, {"floor": float("nan")}, {"window": 0}, {"ratio": True}],
@@ -151,6 +165,7 @@ def test_an_empty_budget_ends_untouched_retries_in_placement_overloaded() -> Non
     assert isinstance(err.last, reportclient.GenerationConflict)
     assert err.outcome_unknown is False and isinstance(err, reportclient.PlacementUnavailable)
     assert str(err).startswith(f"Request {err.last.request_id}: PUT ")
+    assert "its retries went to conflicts with other writers" in str(err)  # not "overloaded"
     assert isinstance(err.__cause__, reportclient.GenerationConflict)
 
 
@@ -213,3 +228,47 @@ def test_a_healthy_client_never_meets_its_budget() -> None:
         client.get_allocations(consumer)
     stats = client._core.budget.stats()  # type: ignore[union-attr]
     assert stats.retries == 0 and stats.first_attempts == 10
+
+
+def test_every_step_of_a_reconcile_is_a_first_attempt_of_its_own() -> None:
+    """A reconcile is not one operation: each request it begins deposits, as any call's does.
+
+    Issue 37's saturation benchmark (PostgreSQL 0.8x) saw an agent's reconcile refused
+    by its own budget; this pins that the refusal is not for want of deposits: the
+    listing, the create and each field write deposit one each, and in the agent setting a
+    write at a generation that claims moved since is one first attempt and one retry.
+    """
+    fake = FakePlacement()
+    clock = FakeClock()
+    budget = reportclient.RetryBudget(clock=clock)
+    client = make_client(
+        fake,
+        microversion="1.39",
+        retry=reportclient.default_retry(sleep=lambda s: None),
+        retry_budget=budget,
+        clock=clock,
+    )
+    rp = new_uuid()
+
+    def spec(total: int) -> reportclient.ProviderSpec:
+        inventory = {"VCPU": reportclient.Inventory(total=total)}
+        return reportclient.ProviderSpec(
+            rp, "cn1", inventories=inventory, traits=["HW_CPU_X86_SSE"]
+        )
+
+    client.providers.reconcile([spec(8)], max_staleness=300)
+    sent = [(r.method, r.status) for r in fake.requests]
+    assert sent == [
+        ("GET", 200),
+        ("POST", 200),
+        ("PUT", 200),
+        ("PUT", 200),
+    ]  # list, create, 2 fields
+    assert budget.stats() == reportclient.retry.BudgetStats(4, 0, 0)
+
+    fake.put_allocations(new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u")
+    before = len(fake.requests)
+    client.providers.reconcile([spec(16)], max_staleness=300)
+    sent = [(r.method, r.status) for r in fake.requests[before:]]
+    assert sent == [("PUT", 409), ("GET", 200), ("PUT", 200)]  # the cached generation, then read
+    assert budget.stats() == reportclient.retry.BudgetStats(5, 1, 0)
