@@ -53,7 +53,7 @@ from keystoneauth1 import exceptions as ks_exc
 
 import reportclient
 from bench.cells.cluster import cluster_cpu_seconds
-from bench.drivers.allocations import NovaUnavailable, load_nova
+from bench.drivers.allocations import optional_nova
 from bench.support.common import (
     MICROVERSION,
     PROJECT,
@@ -592,15 +592,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     random.seed(1)
     quiet_logging()
-    nova = None
-    if not args.without_nova:
-        try:
-            report, version = load_nova()
-        except NovaUnavailable as exc:
-            print(f"nova: {exc}", file=sys.stderr)
-        else:
-            nova = report
-            print(f"nova {version}", file=sys.stderr)
+    nova = optional_nova(not args.without_nova)
     variants = [RC_STRICT, RC_AGENT] + ([NOVA] if nova is not None else [])
     bad = 0
     began = time.perf_counter()

@@ -42,7 +42,7 @@ from typing import Any
 
 import reportclient
 from bench.cells.cluster import cluster_cpu_seconds
-from bench.drivers.allocations import NovaDriver, NovaUnavailable, load_nova
+from bench.drivers.allocations import NovaDriver, optional_nova
 from bench.fleet import WINDOW
 from bench.support.common import (
     MICROVERSION,
@@ -460,14 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         args.capacity_seconds, args.cell_seconds = 3.0, 2.0
     random.seed(1)
     quiet_logging()
-    nova = None
-    if not args.without_nova:
-        try:
-            nova, version = load_nova()
-        except NovaUnavailable as exc:
-            print(f"nova: {exc}", file=sys.stderr)
-        else:
-            print(f"nova {version}", file=sys.stderr)
+    nova = optional_nova(not args.without_nova)
     began = time.perf_counter()
     bad = 0
     for database in args.databases.split(","):

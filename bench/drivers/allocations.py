@@ -276,6 +276,23 @@ def load_nova() -> tuple[Any, str]:
     return report, version
 
 
+def optional_nova(wanted: bool) -> Any:
+    """nova's report client module when ``wanted`` and importable, else None.
+
+    Says on stderr which: nova's version, or why it did not load (a run without
+    nova still measures reportclient).
+    """
+    if not wanted:
+        return None
+    try:
+        report, version = load_nova()
+    except NovaUnavailable as exc:
+        print(f"nova: {exc}", file=sys.stderr)
+        return None
+    print(f"nova {version}", file=sys.stderr)
+    return report
+
+
 def nova_for(meta: dict[str, Any], skipped: str, level: str) -> Any:
     """nova's report client module for an entry that compares with it, or None.
 
