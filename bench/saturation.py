@@ -18,9 +18,10 @@ writes begun), p50/p99 of the successful ones (a claim's from when it was offere
 requests per successful operation, retries per first attempt (writes sent per operation
 begun, less one), goodput (successful writes per second, claims and provider writes),
 Placement's CPU per successful write, and each reportclient client's retry budget: the
-retries it granted beside the most it could grant (``ratio x first attempts + floor x
-window``: a cell with its warm-up fits in one window while ``--cell-seconds`` stays under
-the budget's window, 10 s by default), and the retries it refused. Nothing lost: after
+retries it charged (granted, less the ones given back because they succeeded) beside the
+most it could charge (``ratio x first attempts + floor x window``: a cell with its warm-up
+fits in one window while ``--cell-seconds`` stays under the budget's window, 10 s by
+default), and the retries it gave back and refused. Nothing lost: after
 each cell every provider's VCPU usage must lie between the claims reported done and those
 plus the ones whose outcome was reported unknown, and each writer's last reported write
 must be what Placement holds.
@@ -252,20 +253,21 @@ def make_providers(admin: PlacementClient, n: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Spent:
-    """What one client's retry budget granted, allowed and refused in a cell.
+    """What one client's retry budget charged, allowed, gave back and refused in a cell.
 
-    ``allowed`` is the most the budget could grant in one window:
+    ``allowed`` is the most the budget could charge in one window:
     ``ratio x first attempts + floor x window``. Every client of a cell is
     made for it and the cell (with its warm-up) is shorter than the window,
     so all of its first attempts and retries fall in one window.
     """
 
-    retries: int
+    charged: int
     allowed: float
+    refunded: int
     refused: int
 
-    def cell(self) -> str:
-        return f"{self.retries}/{self.allowed:.0f}"
+    def cells(self) -> list[str]:
+        return [f"{self.charged}/{self.allowed:.0f}", f"{self.refunded}/{self.refused}"]
 
 
 def spent(client: Any) -> Spent | None:
@@ -275,7 +277,7 @@ def spent(client: Any) -> Spent | None:
         return None
     stats = budget.stats()
     allowed = budget.ratio * stats.first_attempts + budget.floor * budget.window
-    return Spent(stats.retries, allowed, stats.refused)
+    return Spent(stats.retries - stats.refunded, allowed, stats.refunded, stats.refused)
 
 
 def _ms(values: list[float], q: float) -> str:
@@ -314,8 +316,7 @@ class Row:
             f"{goodput:.1f}",
             f"{cpu_per_write * 1000:.1f}",
             ", ".join(f"{k} {v}" for k, v in sorted(self.tally.errors.items())) or "-",
-            self.budget.cell() if self.budget is not None else "-",
-            str(self.budget.refused) if self.budget is not None else "-",
+            *(self.budget.cells() if self.budget is not None else ["-", "-"]),
         ]
 
 
@@ -393,8 +394,8 @@ HEADERS = [
     "goodput/s",
     "CPU ms/write",
     "errors",
-    "budget spent/allowed",
-    "budget refused",
+    "budget charged/allowed",
+    "budget refunded/refused",
 ]
 
 

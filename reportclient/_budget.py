@@ -10,13 +10,22 @@ that, whatever policy the caller passes:
 * **the budget** (Finagle's ``RetryBudget``, gRPC's ``retryThrottling``,
   the AWS SDKs' adaptive mode): each operation's first attempt deposits one
   token, each retry of any operation (a write's next attempt, counted by the
-  policy or not, or a read sent again) withdraws one. Over the last
-  ``window`` seconds the retries may number ``ratio`` x first attempts plus
-  ``floor`` x ``window``, the floor being what a quiet client may always
-  spend. When Placement is healthy a client retries far less than that and
-  never notices; when it is saturated the budget turns the client's extra
-  load into failures it reports at once (:class:`~reportclient.errors.
-  PlacementOverloaded`) instead of requests the server must still refuse;
+  policy or not, or a read sent again) withdraws one, and a retry that
+  succeeds gives its token back (the AWS SDKs' standard mode: only retries
+  that fail are charged). Over the last ``window`` seconds the retries not
+  given back may number ``ratio`` x first attempts plus ``floor`` x
+  ``window``, the floor being what a quiet client may always spend. When
+  Placement is healthy a client retries far less than that and never
+  notices; when it is saturated or failing its retries fail too, and the
+  budget turns the client's extra load into failures it reports at once
+  (:class:`~reportclient.errors.PlacementOverloaded`) instead of requests
+  the server must still refuse. The refund is what lets a writer that
+  loses races to claims on its provider (each claim moves the generation)
+  complete below Placement's capacity: before it, such writers beside
+  claims at half the capacity completed 74-91% of their writes, every
+  failure the budget's (``doc/source/benchmarks.rst``, saturation). What
+  it lets through is bounded too: at most one retry per operation that
+  succeeds, beside the charged ones;
 * **the request bound** (:data:`MAX_REQUESTS`): no retry starts that could
   take one operation past that many requests.
 
@@ -86,7 +95,7 @@ def allows(first_attempts: int, retries: int, *, ratio: float, floor: float, win
     """Whether one more retry keeps a window's retries within its budget.
 
     :param first_attempts: operations begun in the window.
-    :param retries: retries already made in it.
+    :param retries: retries made in it and not given back.
     """
     return retries + 1 <= ratio * first_attempts + floor * window
 
@@ -112,8 +121,11 @@ class BudgetStats:
     """Totals since the budget was made (the benchmark's retries per first attempt)."""
 
     first_attempts: int
+    #: Retries granted, the ones given back included.
     retries: int
     refused: int
+    #: Retries given back because they succeeded (:meth:`RetryBudget.refund`).
+    refunded: int = 0
 
 
 class RetryBudget:
@@ -145,9 +157,9 @@ class RetryBudget:
         self.window = float(window)
         self._clock = clock
         self._lock = threading.Lock()
-        # [bucket index, first attempts, retries], oldest first.
+        # [bucket index, first attempts, retries not given back], oldest first.
         self._buckets: deque[list[int]] = deque()
-        self._totals = [0, 0, 0]
+        self._totals = [0, 0, 0, 0]
 
     def __repr__(self) -> str:
         return f"<RetryBudget ratio={self.ratio:g} floor={self.floor:g}/s window={self.window:g}s>"
@@ -179,8 +191,24 @@ class RetryBudget:
             self._totals[1] += 1
             return True
 
+    def refund(self) -> None:
+        """A retry succeeded: give its token back.
+
+        The newest retry still in the window is returned: the one that just
+        succeeded, or (another thread's being newer) one as recent, which
+        leaves the window's count the same. A retry already out of the
+        window counts for nothing, so there is nothing to give back.
+        """
+        with self._lock:
+            self._bucket()
+            for bucket in reversed(self._buckets):
+                if bucket[2]:
+                    bucket[2] -= 1
+                    self._totals[3] += 1
+                    return
+
     def stats(self) -> BudgetStats:
-        """First attempts, retries and refused retries since the budget was made."""
+        """First attempts, retries, refused and refunded retries since the budget was made."""
         with self._lock:
             return BudgetStats(*self._totals)
 
@@ -193,17 +221,33 @@ class Operation:
     requests: int = 0
     #: Why the last retry was refused, once one was.
     refused: GiveUp | None = None
+    #: Retries the budget granted this operation so far.
+    granted: int = 0
 
     def retry(self, *, policy_stops: bool, cost: int) -> GiveUp | None:
         """Decide a retry (:func:`next_retry`), spending from the budget if it goes."""
         reason = next_retry(
             policy_stops=policy_stops, requests=self.requests, cost=cost, bound=MAX_REQUESTS
         )
-        if reason is None and self.budget is not None and not self.budget.try_withdraw():
-            reason = GiveUp.BUDGET
+        if reason is None and self.budget is not None:
+            if self.budget.try_withdraw():
+                self.granted += 1
+            else:
+                reason = GiveUp.BUDGET
         if reason is not GiveUp.POLICY:
             self.refused = reason
         return reason
+
+    def succeeded(self, *, granted_before: int) -> None:
+        """A write or read that began when :attr:`granted` was ``granted_before`` succeeded.
+
+        If it was retried, its last retry succeeded and is refunded: one
+        token, whatever the retries before it cost. An operation of several
+        writes (reconcile's) gets one back for each write that succeeded
+        on a retry.
+        """
+        if self.budget is not None and self.granted > granted_before:
+            self.budget.refund()
 
 
 _CURRENT: ContextVar[Operation | None] = ContextVar("reportclient_operation", default=None)

@@ -141,7 +141,8 @@ def _own_opts(oslo_cfg: ModuleType) -> list[cfg.Opt]:
             help="Retries the client may make per operation it begins, over the last 10 "
             "seconds, whatever the retry policy allows: every retry of every operation "
             "(a write's next attempt, conflicts retried at once included, and a read sent "
-            "again) spends from this budget. When it is spent an operation that cannot have "
+            "again) spends from this budget, and a retry that succeeds gives its token back, "
+            "so only retries that fail are charged. When it is spent an operation that cannot have "
             "written fails at once with PlacementOverloaded instead of adding load to a "
             "Placement that is already behind.",
         ),

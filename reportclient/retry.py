@@ -9,7 +9,8 @@ small injectable function so tests can pin it.
 
 Whatever the policy, two bounds of the client's own apply to every retry
 (``reportclient._budget`` says why): the client's :class:`RetryBudget`
-(retries at most 20% of first attempts, plus 1.2 a second), and
+(retries that fail at most 20% of first attempts, plus 1.2 a second; a
+retry that succeeds is given back), and
 :data:`MAX_REQUESTS` per operation.
 """
 

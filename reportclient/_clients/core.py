@@ -66,8 +66,9 @@ class ClientSettings(TypedDict, total=False):
         ``providers.reconcile`` that does not pass its own ``max_staleness``:
         None (strict) or 300 for a compute agent (doc/source/providers.rst).
     :param retry_budget: the :class:`~reportclient.RetryBudget` every retry
-        of every operation of the client spends from, whatever its policy
-        (default: 20% of first attempts plus 1.2 a second, over 10 s, on
+        of every operation of the client spends from, whatever its policy,
+        and a retry that succeeds gives back (default: 20% of first
+        attempts plus 1.2 a second, over 10 s, on
         ``clock``); share one between clients to bound them together. None
         spends none: only the policy and the request bound
         (:data:`~reportclient.MAX_REQUESTS`) limit retries

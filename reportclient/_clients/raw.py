@@ -95,7 +95,8 @@ class RawClient:
         if raw.method not in _READS:
             return send()
         # A read is harmless to repeat; only an unreachable server is worth
-        # it, and each try after the first spends from the client's budget.
+        # it, and each try after the first spends from the client's budget
+        # (given back if it succeeds).
         with operation(self._core.budget) as this:
 
             def stop(state: tenacity.RetryCallState) -> bool:
@@ -116,4 +117,6 @@ class RawClient:
                     f"(Placement is overloaded; last answer: {exc.message})",
                     last=exc,
                 ) from exc
+            if isinstance(answer, RawAnswer):  # not a retry_error_callback's value
+                this.succeeded(granted_before=0)  # a retry that succeeded is given back
         return answer

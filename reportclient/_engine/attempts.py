@@ -8,7 +8,8 @@ Every retry the policy would make must also pass the client's bounds
 (:mod:`reportclient._budget`): the operation's request bound, then its
 retry budget. A retry the budget refuses ends an operation none of whose
 writes can have landed in :class:`PlacementOverloaded`, and one whose write
-may still land in :class:`OutcomeUnknown`, as any give-up does.
+may still land in :class:`OutcomeUnknown`, as any give-up does; a retried
+write that lands gives its last retry's token back.
 """
 
 from __future__ import annotations
@@ -95,12 +96,16 @@ def _run_attempts(
         write.succeeded()
         return first
     numbers = itertools.count(1)
+    granted_before = this.granted
+    landed = [False]  # a callback's value is no success
 
     def attempt() -> ResultT:
         number = next(numbers)
         if number == 1:
             raise first_failure  # let the policy judge the attempt already made
-        return write.attempt(number)
+        result = write.attempt(number)
+        landed[0] = True
+        return result
 
     try:
         # The call form, not the iterator: it honours a user's
@@ -123,6 +128,8 @@ def _run_attempts(
             raise _overloaded(write, exc) from exc
         raise
     write.succeeded()
+    if landed[0]:
+        this.succeeded(granted_before=granted_before)
     return result
 
 
@@ -153,7 +160,9 @@ def _operation_policy(
     Where the policy would go on, the client's bounds are asked last
     (:meth:`reportclient._budget.Operation.retry`): no retry may take the
     operation past :data:`~reportclient._budget.MAX_REQUESTS` requests, and
-    every retry, untouched or counted, spends from the client's budget.
+    every retry, untouched or counted, spends from the client's budget; the
+    retry that lands gives its token back (:meth:`~reportclient._budget.
+    Operation.succeeded`).
     """
     user_hook = policy.before_sleep
     user_wait = policy.wait

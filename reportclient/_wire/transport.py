@@ -249,8 +249,9 @@ class Transport:
         (:func:`~reportclient._wire.failures.read_again`: no connection, a
         reset, a 502/503/504, a first read timeout) is sent again after the
         policy's wait, unless the policy stops or the client's bounds refuse
-        (:meth:`reportclient._budget.Operation.retry`). A request outside
-        any operation is one of its own: its first try deposits in the budget.
+        (:meth:`reportclient._budget.Operation.retry`); a try that succeeds
+        after one failed gives its token back. A request outside any
+        operation is one of its own: its first try deposits in the budget.
         A read inside one (a write's) is sent once: the engine retries the
         attempt it belongs to.
         """
@@ -286,7 +287,7 @@ class Transport:
         while True:
             failed: list[Kind] = []
             try:
-                return self._send(
+                reply = self._send(
                     method,
                     path,
                     version=version,
@@ -322,6 +323,9 @@ class Transport:
                 )
                 policy.sleep(delay)
                 state.prepare_for_next_attempt()
+            else:
+                this.succeeded(granted_before=0)
+                return reply
 
     def send_raw(self, raw: RawRequest) -> Reply:
         """Send one request the library has not typed, with its response headers.

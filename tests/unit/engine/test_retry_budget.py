@@ -67,6 +67,27 @@ def test_budget_window_slides_with_the_clock() -> None:
     assert budget.stats() == reportclient.retry.BudgetStats(0, 3, 2)
 
 
+def test_a_refund_gives_back_the_newest_retry_in_the_window() -> None:
+    clock = FakeClock()
+    budget = reportclient.RetryBudget(ratio=0.0, floor=0.2, window=10.0, clock=clock)
+    assert [budget.try_withdraw() for _ in range(3)] == [True, True, False]
+    budget.refund()
+    assert budget.try_withdraw()  # one came back
+    assert not budget.try_withdraw()
+    assert budget.stats() == reportclient.retry.BudgetStats(0, 3, 2, refunded=1)
+
+
+def test_a_refund_after_the_retries_left_the_window_gives_nothing_back() -> None:
+    """A retry out of the window no longer counts: refunding it would lend a spare token."""
+    clock = FakeClock()
+    budget = reportclient.RetryBudget(ratio=0.0, floor=0.2, window=10.0, clock=clock)
+    assert [budget.try_withdraw() for _ in range(2)] == [True, True]
+    clock.advance(10.0)
+    budget.refund()
+    assert [budget.try_withdraw() for _ in range(3)] == [True, True, False]
+    assert budget.stats().refunded == 0
+
+
 def test_first_attempts_refill_the_budget() -> None:
     budget = reportclient.RetryBudget(ratio=0.5, floor=0.0, clock=FakeClock())
     assert not budget.try_withdraw()
@@ -271,4 +292,117 @@ def test_every_step_of_a_reconcile_is_a_first_attempt_of_its_own() -> None:
     client.providers.reconcile([spec(16)], max_staleness=300)
     sent = [(r.method, r.status) for r in fake.requests[before:]]
     assert sent == [("PUT", 409), ("GET", 200), ("PUT", 200)]  # the cached generation, then read
-    assert budget.stats() == reportclient.retry.BudgetStats(5, 1, 0)
+    # The retry succeeded, so its token came back.
+    assert budget.stats() == reportclient.retry.BudgetStats(5, 1, 0, refunded=1)
+
+
+# -- a retry that succeeds is given back ------------------------------------------------
+
+
+def claims_after_the_next_reads(fake: FakePlacement, rp: str, reads: int) -> None:
+    """A scheduler's claim on ``rp`` after each of the next ``reads`` GETs, then none."""
+    left = [reads]
+
+    def hook(_fake: FakePlacement, record: RequestRecord) -> None:
+        if record.method == "GET" and left[0] > 0:
+            left[0] -= 1
+            fake.put_allocations(new_uuid(), {rp: {"VCPU": 1}}, project_id="p", user_id="u")
+
+    fake.between_requests(hook)
+
+
+@pytest.mark.parametrize(
+    ("lost_races", "charged"),
+    [
+        (0, 0),  # the first retry lands: given back
+        (1, 1),  # one retry lost again to a claim, the next lands
+        (3, 3),
+    ],
+)
+def test_only_the_retries_that_fail_are_charged(lost_races: int, charged: int) -> None:
+    """A write whose retry lands gets that retry's token back; the ones before it are spent.
+
+    A claim follows the write's first read, so its first PUT conflicts; a claim follows
+    each of the next ``lost_races`` reads too, so that many retries conflict as well, and
+    the one after them lands.
+    """
+    fake = FakePlacement()
+    clock = FakeClock()
+    rp = fake.create_provider(inventory={"VCPU": 1000})
+    budget = reportclient.RetryBudget(clock=clock)
+    client = make_client(
+        fake,
+        microversion="1.39",
+        retry=reportclient.default_retry(sleep=lambda s: None),
+        retry_budget=budget,
+        clock=clock,
+    )
+    claims_after_the_next_reads(fake, rp, lost_races + 1)
+
+    client.providers.set_inventory(rp, "MEMORY_MB", 2048)
+
+    stats = budget.stats()
+    puts = [r.status for r in fake.requests if r.method == "PUT"]
+    assert puts == [409] * (lost_races + 1) + [200]
+    assert stats.retries == lost_races + 1 and stats.refunded == 1
+    assert stats.retries - stats.refunded == charged
+
+
+def test_a_writer_losing_races_to_claims_keeps_writing_where_it_was_refused() -> None:
+    """Issue 37's gap in small: each write meets one claim, and its retry lands.
+
+    Before the refund a budget of 4 retries a window ended the fifth such write in
+    PlacementOverloaded although every retry had landed; now none is charged.
+    """
+    fake = FakePlacement()
+    clock = FakeClock()
+    rp = fake.create_provider(inventory={"VCPU": 1000})
+    budget = reportclient.RetryBudget(ratio=0.0, floor=0.4, window=10.0, clock=clock)
+    client = make_client(
+        fake,
+        microversion="1.39",
+        retry=reportclient.default_retry(sleep=lambda s: None),
+        retry_budget=budget,
+        clock=clock,
+    )
+    for n in range(1, 11):
+        claims_after_the_next_reads(fake, rp, 1)
+        client.providers.set_inventory(rp, "MEMORY_MB", n)  # conflicts once, then lands
+    assert budget.stats() == reportclient.retry.BudgetStats(10, 10, 0, refunded=10)
+    assert [r.status for r in fake.requests if r.method == "PUT"] == [409, 200] * 10
+    assert fake.inventory(rp)["MEMORY_MB"].total == 10
+
+
+@pytest.mark.parametrize("failures", [1, 2])
+def test_a_read_sent_again_and_answered_gives_its_token_back(failures: int) -> None:
+    """A typed GET retried past 503s is charged for the tries that failed, not the last."""
+    fake = FakePlacement()
+    clock = FakeClock()
+    rp = fake.create_provider(inventory={"VCPU": 8})
+    budget = reportclient.RetryBudget(clock=clock)
+    client = make_client(
+        fake,
+        microversion="1.39",
+        retry=reportclient.default_retry(sleep=lambda s: None),
+        retry_budget=budget,
+        clock=clock,
+    )
+    fake.fail_next(failures, 503)
+    assert client.providers.get_provider(rp).uuid == rp
+    assert budget.stats() == reportclient.retry.BudgetStats(1, failures, 0, refunded=1)
+
+
+def test_a_raw_read_sent_again_and_answered_gives_its_token_back() -> None:
+    fake = FakePlacement()
+    clock = FakeClock()
+    budget = reportclient.RetryBudget(clock=clock)
+    client = make_client(
+        fake,
+        microversion="1.39",
+        retry=reportclient.default_retry(sleep=lambda s: None),
+        retry_budget=budget,
+        clock=clock,
+    )
+    fake.fail_next(1, 503)
+    assert client.request("GET", "/resource_providers").status == 200
+    assert budget.stats() == reportclient.retry.BudgetStats(1, 1, 0, refunded=1)
