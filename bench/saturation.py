@@ -8,23 +8,28 @@ installed). Then, per client (reportclient, then nova's ``SchedulerReportClient`
 factor (0.5x, 0.8x, 1x, 2x that capacity): claims are offered open loop at the factor's
 rate on a fresh set of providers (a scheduler's client, 16 threads; a claim not begun by
 the end of the cell is not sent and counts as not served), while three compute agents,
-each with its own client, write the same providers as fast as they can: ``set_inventory``,
-``set_traits`` and ``reconcile`` with the agent setting (nova: ``set_inventory_for_provider``,
+each with its own client, write the same providers: ``set_inventory``, ``set_traits`` and
+``reconcile`` with the agent setting (nova: ``set_inventory_for_provider``,
 ``set_traits_for_provider``, ``update_from_provider_tree``, each redriven up to 4 times as
-nova's callers do). Every cell is a few seconds.
+nova's callers do). An agent begins a write every ``--agent-pace`` seconds (1 s by
+default, sixty times nova-compute's periodic update; a write that takes longer delays the
+next), or with ``--agent-pace 0`` back to back, as fast as it can: then the agents are load
+generators of their own and no cell is below capacity (the "Placement cores" column shows
+it). Every cell is a few seconds.
 
 Columns, for the claims and for the writers of each cell: success (of offered claims, of
 writes begun), p50/p99 of the successful ones (a claim's from when it was offered),
 requests per successful operation, retries per first attempt (writes sent per operation
 begun, less one), goodput (successful writes per second, claims and provider writes),
-Placement's CPU per successful write, and each reportclient client's retry budget: the
-retries it charged (granted, less the ones given back because they succeeded) beside the
-most it could charge (``ratio x first attempts + floor x window``: a cell with its warm-up
-fits in one window while ``--cell-seconds`` stays under the budget's window, 10 s by
-default), and the retries it gave back and refused. Nothing lost: after
-each cell every provider's VCPU usage must lie between the claims reported done and those
-plus the ones whose outcome was reported unknown, and each writer's last reported write
-must be what Placement holds.
+Placement's CPU per successful write and per second of the cell (cores of its gunicorn
+master and workers, the database not counted, as in the capacity line), and each
+reportclient client's retry budget: the retries it charged (granted, less the ones given
+back because they succeeded) beside the most it could charge (``ratio x first attempts +
+floor x window``: a cell with its warm-up fits in one window while ``--cell-seconds``
+stays under the budget's window, 10 s by default), and the retries it gave back and
+refused. Nothing lost: after each cell every provider's VCPU usage must lie between the
+claims reported done and those plus the ones whose outcome was reported unknown, and each
+writer's last reported write must be what Placement holds.
 """
 
 from __future__ import annotations
@@ -95,7 +100,7 @@ def _traits(k: int) -> list[str]:
 
 
 class Agent:
-    """One compute agent writing one provider as fast as it can, with its own client."""
+    """One compute agent writing one provider, with its own client, at a pace or flat out."""
 
     def __init__(self, kind: str, writer: str, url: str, token: str, rp: str, nova: Any) -> None:
         self.kind, self.writer, self.rp, self.nova = kind, writer, rp, nova
@@ -139,11 +144,14 @@ class Agent:
                 if attempt == 3:
                     raise
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, pace: float) -> None:
+        """Begin a write every ``pace`` seconds (0: back to back) until ``stop``."""
         k = 1
-        while not stop.is_set():
+        due = time.perf_counter()
+        while not (pace and stop.wait(max(due - time.perf_counter(), 0.0))) and not stop.is_set():
             k += 1
             began = time.perf_counter()
+            due = max(due + pace, began)  # a write late to begin delays the next
             self.tally.begun += 1
             try:
                 self.write(k)
@@ -302,7 +310,7 @@ class Row:
         writes = self.counts["PUT"] + self.counts["POST"]
         return max(writes - self.tally.begun, 0) / max(self.tally.begun, 1)
 
-    def cells(self, goodput: float, cpu_per_write: float) -> list[str]:
+    def cells(self, goodput: float, cpu_per_write: float, cores: float) -> list[str]:
         done = self.tally.done
         return [
             self.kind,
@@ -315,6 +323,7 @@ class Row:
             f"{self.retries_per_first:.2f}",
             f"{goodput:.1f}",
             f"{cpu_per_write * 1000:.1f}",
+            f"{cores:.2f}",
             ", ".join(f"{k} {v}" for k, v in sorted(self.tally.errors.items())) or "-",
             *(self.budget.cells() if self.budget is not None else ["-", "-"]),
         ]
@@ -327,9 +336,10 @@ def cell(
     factor: float,
     rate: float,
     seconds: float,
+    pace: float,
     nova: Any,
-) -> tuple[list[Row], float, float, int]:
-    """One cell: rows, goodput, CPU per successful write, read-back differences."""
+) -> tuple[list[Row], float, float, float, int]:
+    """One cell: rows, goodput, CPU per successful write, cores, read-back differences."""
     providers = make_providers(admin, PROVIDERS)
     claims = Claims(kind, cluster.url, cluster.token, providers, nova)
     agents = [
@@ -341,7 +351,7 @@ def cell(
         agent.landed, agent.tally = 1, Tally()
         agent.wire.counts.clear()
     stop = threading.Event()
-    threads = [threading.Thread(target=a.run, args=(stop,)) for a in agents]
+    threads = [threading.Thread(target=a.run, args=(stop, pace)) for a in agents]
     cpu0, began = cluster_cpu_seconds(cluster), time.perf_counter()
     for t in threads:
         t.start()
@@ -379,7 +389,7 @@ def cell(
         for a in agents
     ]
     successes = sum(len(r.tally.done) for r in rows)
-    return rows, successes / elapsed, cpu / max(successes, 1), bad
+    return rows, successes / elapsed, cpu / max(successes, 1), cpu / elapsed, bad
 
 
 HEADERS = [
@@ -393,6 +403,7 @@ HEADERS = [
     "retries/first",
     "goodput/s",
     "CPU ms/write",
+    "Placement cores",
     "errors",
     "budget charged/allowed",
     "budget refunded/refused",
@@ -408,21 +419,25 @@ def table(rows: list[list[str]]) -> list[str]:
 
 
 def run_database(
-    database: str, workers: int, cap_seconds: float, seconds: float, nova: Any
+    database: str, workers: int, cap_seconds: float, seconds: float, pace: float, nova: Any
 ) -> tuple[list[str], int]:
     out: list[str] = []
     with PlacementCluster(database, workers=workers) as cluster:
         admin = PlacementClient(make_adapter(cluster.url, cluster.token), microversion=MICROVERSION)
-        capacities = []
+        capacities, cores = [], []
         for _ in range(2):
             claims = Claims(RC, cluster.url, cluster.token, make_providers(admin, PROVIDERS), nova)
+            cpu0, began = cluster_cpu_seconds(cluster), time.perf_counter()
             capacities.append(closed_loop(claims, cap_seconds))
+            cores.append((cluster_cpu_seconds(cluster) - cpu0) / (time.perf_counter() - began))
         capacity = sum(capacities) / len(capacities)
         spread = abs(capacities[0] - capacities[1]) / capacity
         line = (
             f"{database}, {workers} gunicorn workers: capacity "
             f"{capacities[0]:.1f} and {capacities[1]:.1f} fresh claims/s "
-            f"(reportclient, {CLAIM_THREADS} threads closed loop; noise floor {spread:.0%})"
+            f"(reportclient, {CLAIM_THREADS} threads closed loop; noise floor {spread:.0%}; "
+            f"Placement cores {cores[0]:.2f} and {cores[1]:.2f}); agents "
+            + (f"begin a write every {pace:g} s" if pace else "write back to back")
         )
         if nova is not None:
             claims = Claims(
@@ -435,12 +450,12 @@ def run_database(
         bad = 0
         for kind in [RC] + ([NOVA] if nova is not None else []):
             for factor in FACTORS:
-                cell_rows, goodput, per_write, lost = cell(
-                    cluster, admin, kind, factor, capacity * factor, seconds, nova
+                cell_rows, goodput, per_write, busy, lost = cell(
+                    cluster, admin, kind, factor, capacity * factor, seconds, pace, nova
                 )
                 bad += lost
                 for row in cell_rows:
-                    rows.append(row.cells(goodput, per_write))
+                    rows.append(row.cells(goodput, per_write, busy))
                     print("  " + " | ".join(rows[-1]), file=sys.stderr, flush=True)
         out += ["", *table(rows)]
     return out, bad
@@ -454,6 +469,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--capacity-seconds", type=float, default=5.0)
     parser.add_argument("--cell-seconds", type=float, default=6.0)
+    parser.add_argument(
+        "--agent-pace",
+        type=float,
+        default=1.0,
+        help="seconds between the starts of an agent's writes; 0: back to back",
+    )
     parser.add_argument("--quick", action="store_true", help="2 s cells, 3 s capacity")
     parser.add_argument("--without-nova", action="store_true")
     args = parser.parse_args(argv)
@@ -466,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     for database in args.databases.split(","):
         lines, lost = run_database(
-            database, args.workers, args.capacity_seconds, args.cell_seconds, nova
+            database, args.workers, args.capacity_seconds, args.cell_seconds, args.agent_pace, nova
         )
         bad += lost
         print("\n".join(["", *lines]), flush=True)

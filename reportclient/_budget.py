@@ -21,11 +21,13 @@ that, whatever policy the caller passes:
   (:class:`~reportclient.errors.PlacementOverloaded`) instead of requests
   the server must still refuse. The refund is what lets a writer that
   loses races to claims on its provider (each claim moves the generation)
-  complete below Placement's capacity: before it, such writers beside
-  claims at half the capacity completed 74-91% of their writes, every
-  failure the budget's (``doc/source/benchmarks.rst``, saturation). What
-  it lets through is bounded too: at most one retry per operation that
-  succeeds, beside the charged ones;
+  complete below Placement's capacity: before it, agents writing back to
+  back beside claims at half the capacity completed 74-91% of their
+  writes, every failure the budget's; with it, 90-100%, and agents
+  beginning a write a second complete all of theirs at 0.5x and 0.8x
+  (``doc/source/benchmarks.rst``, saturation). What it lets through is
+  bounded too: at most one retry per operation that succeeds, beside the
+  charged ones;
 * **the request bound** (:data:`MAX_REQUESTS`): no retry starts that could
   take one operation past that many requests.
 
