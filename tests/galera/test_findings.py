@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from reportclient.testing._app import EVIDENCE_LOG
+from tests.galera.artifacts import (
+    ARTIFACTS_ENV,
+    artifacts_root,
+    carrying,
+    keep_failure,
+    naming,
+    op_record,
+    timeline,
+)
+from tests.galera.faults import Hop
 from tests.galera.findings import (
     bypassed,
     check_with_orphans,
@@ -17,6 +30,8 @@ from tests.galera.findings import (
     restore_orphans,
     retried_requests,
 )
+from tests.galera.matrix import Cell, Setup
+from tests.galera.provider_workers import POp
 from tests.races.checker import OK, Checker, Op
 
 RP = "e5e8e625-3840-4bf4-b081-e82f89c95ff7"
@@ -211,3 +226,101 @@ def test_an_empty_write_explains_nothing_without_every_part_of_the_proof() -> No
     assert deleted_by_empty_write(refused, evidence, {C: {}}, 1) == {}  # the empty lost
     recreated = shelve_race(unshelved_at=1)  # the offload first: no success at 2 to delete
     assert deleted_by_empty_write(recreated, evidence, {C: {}}, 1) == {}
+
+
+# -- what a failing cell leaves behind (tests/galera/artifacts.py) -----------------------------
+
+B = "0b0b0b0b-0000-4000-8000-000000000000"
+CLAIM = "req-c1a1c1a1-0000-4000-8000-000000000000"
+
+
+def test_artifacts_go_where_asked_else_into_toxs_env_dir() -> None:
+    assert artifacts_root({ARTIFACTS_ENV: "/x/y", "TOX_ENV_DIR": "/t"}) == Path("/x/y")
+    assert artifacts_root({"TOX_ENV_DIR": "/t"}) == Path("/t/galera-artifacts")
+    assert artifacts_root({}).name == "reportclient-galera-artifacts"
+
+
+def test_an_operation_is_recorded_with_what_it_names() -> None:
+    claim = Op("claim", C, {RP: {"VCPU": 1}}, OK, 1.0, 2.0, "storm0", CLAIM, {RP: {"VCPU": 1}}, 1)
+    record = op_record("consumers", claim)
+    assert record["subjects"] == [C] and record["generation"] == 1 and record["worker"] == "storm0"
+    move = POp("move", C, B, OK, 1.0, 2.0, RETRIED)
+    assert op_record("moves", move)["subjects"] == [C, B]
+    trait = POp("add_trait", RP, "CUSTOM_X", OK, 1.0, 2.0, RETRIED)
+    assert op_record("providers", trait)["subjects"] == [RP]
+    records = [op_record("consumers", claim), op_record("moves", move), op_record("x", trait)]
+    assert [r["kind"] for r in naming(records, B)] == ["move"]
+    assert [r["kind"] for r in naming(records, C)] == ["claim", "move"]
+
+
+def test_the_host_lines_of_a_consumer_are_those_carrying_its_request_ids() -> None:
+    host1 = (
+        f'12.500000 pid 7 {EVIDENCE_LOG} [{CLAIM}]: Starting request: - "PUT /allocations/{C}"\n'
+        f'12.900000 pid 7 {EVIDENCE_LOG} [{EMPTY}]: Starting request: - "PUT /allocations/{B}"\n'
+        "[2026-12-04 16:00:00 +0000] [7] [INFO] Booting worker with pid: 7\n"
+    )
+    host2 = log(CLAIM)  # written before the lines had a clock
+    found = carrying([("host1", host1), ("host2", host2)], {CLAIM})
+    assert [(clock, host) for clock, host, _ in found] == [
+        (12.5, "host1"), (None, "host2"), (None, "host2"),
+    ]  # fmt: skip
+    assert carrying([("host1", host1)], set()) == []
+
+
+def test_a_timeline_interleaves_operations_proxy_hops_and_host_lines_by_the_clock() -> None:
+    detail = "a write carrying generation 1 may or may not have landed"
+    claim = Op("claim", C, {RP: {"VCPU": 1}}, "OutcomeUnknown", 10.0, 14.0, "storm0", CLAIM,
+               sent={RP: {"VCPU": 1}}, detail=detail)  # fmt: skip
+    hops = [
+        Hop(CLAIM, "PUT", f"/allocations/{C}", 10.1, 13.0, None, ""),
+        Hop(EMPTY, "PUT", f"/allocations/{B}", 10.2, 10.3, 204, "host1"),  # another op's
+    ]
+    lines = carrying(
+        [("host2", f"11.000000 pid 7 {EVIDENCE_LOG} [{CLAIM}]: Starting request\n" + log(CLAIM))],
+        {CLAIM},
+    )
+    story = timeline([op_record("consumers", claim)], hops, lines)
+    assert [entry.split(":", 1)[0] for entry in story] == [
+        "  +0.000 storm0", "  +0.100 proxy", "  +1.000 host2", "  +3.000 proxy",
+        "  +4.000 storm0", "   ?      host2", "   ?      host2",
+    ]  # fmt: skip
+    assert "no answer from ?: PUT" in story[3]
+    assert "ends OutcomeUnknown" in story[4] and "carrying generation 1" in story[4]
+    assert "Starting request" in story[2] and "pid 7" in story[2]
+    assert all(EMPTY[4:12] not in entry for entry in story)
+    assert timeline([], [], []) == []
+
+
+def test_a_failing_cell_writes_every_log_its_operations_and_each_subjects_timeline(
+    tmp_path: Path,
+) -> None:
+    hosts = [SimpleNamespace(name=f"host{i}", read_log=lambda i=i: f"all of host{i}\n")
+             for i in (1, 2)]  # fmt: skip
+    galera = SimpleNamespace(
+        hosts=hosts,
+        galera=SimpleNamespace(read_log=lambda index: f"node {index}\n"),
+        haproxy=SimpleNamespace(read_log=lambda: "haproxy\n"),
+    )
+    setup = Setup([RP], [C], RP, B, [], [], [], [], {})
+    claim = Op("claim", C, {RP: {"VCPU": 1}}, OK, 10.0, 11.0, "storm0", CLAIM, {RP: {"VCPU": 1}}, 1)
+    cell = Cell("round-robin", "haproxy failover", setup, consumer_ops=[claim])
+    cell.failed = {C}
+    cell.evidence = [f"host1: consumers applied twice: {C} holds ..."]
+    cell_logs = [f"10.500000 pid 7 {EVIDENCE_LOG} [{CLAIM}]: Starting request\n", ""]
+    hop = Hop(CLAIM, "PUT", f"/allocations/{C}", 10.1, 10.9, 204, "host1")
+    where, printed = keep_failure(tmp_path, galera, cell, cell_logs, [hop], 42)  # type: ignore[arg-type]
+    assert where.parent == tmp_path and where.name.endswith("-round-robin-haproxy-failover")
+    assert (where / "host1.log").read_text() == "all of host1\n"
+    assert (where / "host1.cell.log").read_text() == cell_logs[0]
+    assert (where / "node2.err").read_text() == "node 1\n"
+    assert (where / "haproxy.log").read_text() == "haproxy\n"
+    (op,) = [json.loads(line) for line in (where / "ops.jsonl").read_text().splitlines()]
+    assert op["request_id"] == CLAIM and op["subjects"] == [C]
+    assert json.loads((where / "hops.jsonl").read_text())["served_by"] == "host1"
+    summary = json.loads((where / "summary.txt").read_text())
+    assert summary["seed"] == 42 and summary["failed"] == [C]
+    story = (where / f"timeline-{C}.txt").read_text()
+    assert "Starting request" in story and "answered 204 from host1" in story
+    assert str(where) in printed and "Starting request" in printed
+    again, _ = keep_failure(tmp_path, galera, cell, cell_logs, [hop], 42)  # type: ignore[arg-type]
+    assert again != where  # a second failure in the same second keeps the first
