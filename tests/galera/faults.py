@@ -38,7 +38,9 @@ class Hop:
 
     ``sent`` and ``answered`` are ``time.monotonic()``, the clock the workloads time their
     operations by and the hosts stamp their log lines with. ``status`` is None when no answer
-    came (the connection failed or was cut); ``served_by`` is HAProxy's ``X-Served-By``.
+    came (the connection failed or was cut); ``served_by`` is HAProxy's ``X-Served-By`` (empty
+    when HAProxy answered itself, e.g. its 502 for a request the failover cut); ``body`` what a
+    write sent.
     """
 
     request_id: str
@@ -48,6 +50,7 @@ class Hop:
     answered: float
     status: int | None
     served_by: str
+    body: str = ""
 
 
 class GaleraProxy(TracingProxy):
@@ -79,7 +82,8 @@ class GaleraProxy(TracingProxy):
         rid = _header(request.headers, "x-openstack-request-id")
         served = "" if reply is None else _header(reply.headers, "x-served-by")
         status = None if reply is None else reply.status
-        hop = Hop(rid, request.method, request.target, sent, time.monotonic(), status, served)
+        body = "" if request.method == "GET" else request.body.decode(errors="replace")
+        hop = Hop(rid, request.method, request.target, sent, time.monotonic(), status, served, body)
         with self._hops_lock:
             self.hops.append(hop)
         if reply is not None and handle is not None and handle is self.kill_rule:

@@ -29,6 +29,7 @@ from tests.galera.findings import (
     check_with_orphans,
     explain_adds,
     explain_usages,
+    explained_by,
     refused_but_landed,
 )
 from tests.galera.provider_workers import POp, ProviderPlan, run_providers
@@ -88,6 +89,8 @@ class Cell:
     retried: set[str] = field(default_factory=set)
     #: consumer -> requests whose failed write deleted it as "auto-created" (Placement's log).
     cleanups: dict[str, set[str]] = field(default_factory=dict)
+    #: Racing consumers' writes a host ran after HAProxy answered them itself (``late_writes``).
+    late: list[Op] = field(default_factory=list)
     #: workload -> category -> max count over the nodes
     failures: dict[str, Counter[str]] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
@@ -228,6 +231,7 @@ def judge_node(
     risen = _resurrected(storm)
     storm_bypassed = bypassed(cell.consumer_ops, cell.retried)
     emptied = refused_but_landed(cell.consumer_ops, cell.retried, storm.final)
+    landed_late = explained_by(storm, cell.late, Checker.check_registers)
     for category, who, message in storm.verdict.failures:
         if category == "usages" and usages("consumers", message):
             continue
@@ -240,6 +244,11 @@ def judge_node(
             # is not one the client could be judged against.
             gens = sorted(storm_bypassed[who])
             line = f"deadlock retry bypassed generation {gens} of {who}, so {category}: {message}"
+            node.findings.append(("consumers", line))
+            continue
+        if who in landed_late:
+            writes = "; ".join(op.detail for op in landed_late[who])
+            line = f"a cut write ran later ({writes}), so {category}: {message}"
             node.findings.append(("consumers", line))
             continue
         if who in risen and category in ("applied twice", "lost"):

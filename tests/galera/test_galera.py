@@ -27,7 +27,7 @@ import pytest
 from reportclient.testing import ROUND_ROBIN, SINGLE_WRITER, GaleraPlacement, PlacementAdmin
 from tests.galera.artifacts import artifacts_root, keep_failure
 from tests.galera.faults import KILL_AFTER_COMMIT, GaleraProxy, Injector
-from tests.galera.findings import cleaned_up, retried_requests
+from tests.galera.findings import cleaned_up, late_writes, retried_requests
 from tests.galera.matrix import HEADERS, Cell, arrange, judge, rows, run_workloads
 from tests.races.checker import table
 
@@ -121,6 +121,8 @@ def test_galera_keeps_every_invariant(
     ]
     cell.retried = retried_requests(logs)
     cell.cleanups = cleaned_up(logs)
+    hosts = [host.name for host in galera.hosts]
+    cell.late = late_writes(cell.consumer_ops, hops, list(zip(hosts, logs, strict=True)))
     judge(galera, cell)
     if cell.evidence:  # what it takes to explain the failure later, before the cluster goes
         try:
