@@ -9,6 +9,7 @@ stays cheap and :class:`~reportclient.testing.PlacementAdmin` works without
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "build_conf",
     "load_app",
     "log_evidence",
+    "log_requests",
     "max_microversion",
     "reset_process_globals",
 ]
@@ -102,12 +104,22 @@ def max_microversion() -> str:
 EVIDENCE_LOG = "placement evidence"
 
 
+#: How :func:`log_evidence` writes a line: the monotonic clock (one clock for every process of
+#: the machine, so the lines sort with what clients timed), the writing process, the prefix,
+#: the global request id in brackets and the message.
+EVIDENCE_FORMAT = (
+    f"%(monotonic).6f pid %(process)d {EVIDENCE_LOG} [%(global_request_id)s]: %(message)s"
+)
+
+
 class _GlobalRequestId(logging.Filter):
-    """Stamp a record with the global request id of the request being served (``-``: none)."""
+    """Stamp a record with the global request id of the request being served (``-``: none)
+    and the monotonic clock."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from oslo_context import context
 
+        record.monotonic = time.monotonic()
         if not hasattr(record, "global_request_id"):  # a line may name its request itself
             current = context.get_current()
             record.global_request_id = getattr(current, "global_request_id", None) or "-"
@@ -131,26 +143,40 @@ def log_evidence() -> None:
     write failed (``placement.handlers.allocation``: ``Deleted auto-created consumer with
     consumer UUID ...``), whoever wrote to it meanwhile; and an empty allocation write whose
     generation check and re-read saw different generations (:func:`_log_reread_generation`).
-    Each line carries the global request id the client sent. Nothing else, so a host's log
-    stays small.
+    Each line carries the global request id the client sent, the monotonic clock and the
+    process (:data:`EVIDENCE_FORMAT`). Nothing else, so a host's log stays small.
     """
     _log_reread_generation()
-    for name, only in (
-        ("oslo_db.api", None),
-        ("placement.handlers.allocation", _ConsumerCleanup()),
-        (REREAD_LOGGER, None),
-    ):
-        handler = logging.StreamHandler()
-        handler.addFilter(_GlobalRequestId())
-        if only is not None:
-            handler.addFilter(only)
-        handler.setFormatter(
-            logging.Formatter(f"{EVIDENCE_LOG} [%(global_request_id)s]: %(message)s")
-        )
-        logger = logging.getLogger(name)
-        logger.setLevel(logging.DEBUG)
-        logger.addHandler(handler)
-        logger.propagate = False
+    _log_to_stderr("oslo_db.api")
+    _log_to_stderr("placement.handlers.allocation", _ConsumerCleanup())
+    _log_to_stderr(REREAD_LOGGER)
+
+
+def log_requests() -> None:
+    """Write Placement's request log to stderr as :func:`log_evidence` writes its lines.
+
+    ``placement.requestlog`` logs ``Starting request: <addr> "<method> <path>"`` when a
+    request reaches the app and ``<addr> "<method> <path>" status: <code> ...`` when it
+    answers, each carrying the global request id the client sent: which host served each
+    request of an operation, when, and what it answered, even after the client stopped
+    listening. A line per request and per answer, so only where a judge needs to read a
+    failure back request by request (:class:`~reportclient.testing.GaleraPlacement`'s
+    ``log_requests``).
+    """
+    _log_to_stderr("placement.requestlog")
+
+
+def _log_to_stderr(name: str, only: logging.Filter | None = None) -> None:
+    """Send every record of logger ``name`` (``only`` those passing it) to stderr, alone."""
+    handler = logging.StreamHandler()
+    handler.addFilter(_GlobalRequestId())
+    if only is not None:
+        handler.addFilter(only)
+    handler.setFormatter(logging.Formatter(EVIDENCE_FORMAT))
+    logger = logging.getLogger(name)
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 #: The logger :func:`_log_reread_generation` writes to (through :func:`log_evidence`'s handler).

@@ -24,7 +24,8 @@ from tests.races.workers import raw_body
 def galera() -> Iterator[GaleraPlacement]:
     """Three Galera nodes, a 2-worker Placement host per node, HAProxy in front."""
     try:
-        cluster = GaleraPlacement(workers=2).start()
+        # Every request logged with its global request id: a failing cell's evidence.
+        cluster = GaleraPlacement(workers=2, log_requests=True).start()
     except ClusterUnavailable as exc:
         if os.environ.get(REQUIRE_DATABASES_ENV) == "1":
             pytest.fail(f"{exc} ({REQUIRE_DATABASES_ENV}=1: not skipping)", pytrace=False)

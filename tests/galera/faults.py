@@ -28,6 +28,31 @@ HOLD = 3.0
 KILL_AFTER_COMMIT = "kill host after commit"
 
 
+def _header(headers: Any, name: str) -> str:
+    return next((v for n, v in headers if n.lower() == name), "")
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One request the proxy sent on to HAProxy: when, what came back, which host served it.
+
+    ``sent`` and ``answered`` are ``time.monotonic()``, the clock the workloads time their
+    operations by and the hosts stamp their log lines with. ``status`` is None when no answer
+    came (the connection failed or was cut); ``served_by`` is HAProxy's ``X-Served-By`` (empty
+    when HAProxy answered itself, e.g. its 502 for a request the failover cut); ``body`` what a
+    write sent.
+    """
+
+    request_id: str
+    method: str
+    path: str
+    sent: float
+    answered: float
+    status: int | None
+    served_by: str
+    body: str = ""
+
+
 class GaleraProxy(TracingProxy):
     """The chaos suite's tracing proxy, in front of HAProxy, that can kill a host after commit.
 
@@ -42,6 +67,9 @@ class GaleraProxy(TracingProxy):
         self.kill_rule: RuleHandle | None = None
         self.killed: int | None = None
         self._labels[drop_answer()] = "drop_answer"
+        #: Every request sent on to HAProxy, in the order their answers came (or failed).
+        self.hops: list[Hop] = []
+        self._hops_lock = threading.Lock()
 
     def arm_kill_after_commit(self) -> RuleHandle:
         """Arm the rule on the next allocation write."""
@@ -49,9 +77,16 @@ class GaleraProxy(TracingProxy):
         return self.kill_rule
 
     def _forward(self, request: Any, handle: RuleHandle | None, *, late: bool = False) -> Any:
+        sent = time.monotonic()
         reply = super()._forward(request, handle, late=late)
+        rid = _header(request.headers, "x-openstack-request-id")
+        served = "" if reply is None else _header(reply.headers, "x-served-by")
+        status = None if reply is None else reply.status
+        body = "" if request.method == "GET" else request.body.decode(errors="replace")
+        hop = Hop(rid, request.method, request.target, sent, time.monotonic(), status, served, body)
+        with self._hops_lock:
+            self.hops.append(hop)
         if reply is not None and handle is not None and handle is self.kill_rule:
-            served = next((v for n, v in reply.headers if n.lower() == "x-served-by"), "")
             self.killed = self.cluster.host_index(served)
             self.cluster.kill_host(self.killed)
         return reply

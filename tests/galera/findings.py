@@ -1,8 +1,9 @@
 """What Placement itself broke, told apart from what the client broke, each only with proof.
 
 The matrix judges the client: every acknowledged operation against what every node holds.
-Two things Placement 16.0.0 does (the first only with several writers) break the same checks
-without any client being wrong (``doc/source/galera.rst``, "Placement-side findings"):
+What Placement 16.0.0 does, and what its hosts do behind HAProxy, breaks the same checks in
+these shapes without any client being wrong (``doc/source/galera.rst``, "Placement-side
+findings"):
 
 * **deadlock retry re-sends an advanced generation**: ``_set_allocations``'s oslo.db retry
   reuses the ``Consumer`` whose generation the aborted attempt bumped in memory, so when
@@ -26,22 +27,38 @@ without any client being wrong (``doc/source/galera.rst``, "Placement-side findi
   (:func:`deleted_by_empty_write`): Placement's log of that request's two generations (or
   of its deadlock retry, the first finding's shape on an empty write).
 
+* **a write cut by a failover runs on its host afterwards**: HAProxy's failover answers its
+  own 502 for every request in flight to the host it takes out, also for those still waiting
+  in that host's accept queue (both sync workers busy, e.g. sleeping in oslo.db's deadlock
+  back-off). The host accepts them once a worker is free, reads each whole request and runs
+  it: the write commits after its client was told nothing (``OutcomeUnknown``, or a re-read
+  that showed it not landed yet) and after later operations on the consumer, which the
+  checker's model (an operation's write lands before the operation ends) does not allow.
+  Proof here (:func:`late_writes`, :func:`explained_by`): the proxy relayed the write and got
+  HAProxy's own answer, a host's request log shows the same request's write answered 2xx
+  after that, by no run any answer came from, and with that write, as the proxy relayed it,
+  taken as a success over the time the host ran it, the consumer's failures all go away.
+
 A failure is moved from the client's columns to the ``placement`` column only when the proof
 accounts for all of it; anything it does not explain stays a client failure.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from reportclient.testing._app import EVIDENCE_LOG
+from tests.galera.faults import Hop
 from tests.races.checker import OK, Allocs, Checker, Op, Verdict, total, uncertain
 
 __all__ = [
     "bypassed", "check_with_orphans", "cleaned_up", "deleted_by_empty_write", "explain_adds",
-    "explain_usages", "refused_but_landed", "restore_orphans", "retried_requests",
+    "explain_usages", "explained_by", "late_writes", "refused_but_landed", "restore_orphans",
+    "retried_requests",
 ]  # fmt: skip
 
 _RETRIED = re.compile(
@@ -56,6 +73,14 @@ _REREAD = re.compile(
     rf"{re.escape(EVIDENCE_LOG)} \[(req-[0-9a-f-]+)\]: Empty write for consumer ([0-9a-f-]{{36}}) "
     r"checked generation (\d+), then read its allocations at generation (\d+)"
 )
+#: A host's request log (:func:`reportclient.testing._app.log_requests`): a request reaching
+#: the app, or its answer; clock, worker pid, request id, method, path (and status).
+_REQUEST_LOG = re.compile(
+    rf"^(\d+\.\d+) pid (\d+) {re.escape(EVIDENCE_LOG)} \[(req-[0-9a-f-]+)\]: "
+    r'(?:Starting request: \S+ "(\w+) (\S+)"$|\S+ "(\w+) (\S+)" status: (\d+) )',
+    re.MULTILINE,
+)
+_CONSUMER_PATH = re.compile(r"^/allocations/([0-9a-f-]{36})$")
 _USAGES = re.compile(r"provider (\S+): usage (\d+), its allocations sum to (\d+)")
 #: How an ``OutcomeUnknown`` from a consumer write names the generation its write carried.
 _CARRIED = re.compile(r"a write carrying generation (\d+) may or may")
@@ -283,3 +308,122 @@ def explain_usages(message: str, orphans: Mapping[str, Mapping[str, int]]) -> st
     if not rows or usage - listed != sum(rows.values()):
         return None
     return f"orphaned allocations on {rp}: {dict(rows)} (no consumer row); {message}"
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One request as a host ran it: from its request log's two lines."""
+
+    host: str
+    request_id: str
+    method: str
+    path: str
+    started: float
+    answered: float
+    status: int
+
+
+def _runs(logs: Sequence[tuple[str, str]]) -> list[_Run]:
+    """Every request the hosts' request logs show started and answered, by worker."""
+    runs = []
+    for host, text in logs:
+        pending: dict[str, tuple[str, str, str, float]] = {}  # pid -> its request, once started
+        for match in _REQUEST_LOG.finditer(text):
+            clock, pid, rid = float(match.group(1)), match.group(2), match.group(3)
+            if match.group(4) is not None:  # a sync worker runs one request at a time
+                pending[pid] = (rid, match.group(4), match.group(5), clock)
+                continue
+            started = pending.pop(pid, None)
+            if started is not None and started[:3] == (rid, match.group(6), match.group(7)):
+                runs.append(_Run(host, rid, started[1], started[2], started[3], clock,
+                                 int(match.group(8))))  # fmt: skip
+    return runs
+
+
+def late_writes(
+    ops: Iterable[Op], hops: Iterable[Hop], logs: Sequence[tuple[str, str]]
+) -> list[Op]:
+    """Consumer writes a host ran after HAProxy had answered their request itself, as successes.
+
+    ``logs``: ``(host, text)`` of every host's request log (:func:`_app.log_requests`). A
+    write counts when all of these hold: the proxy relayed ``PUT /allocations/{c}`` of an
+    operation and HAProxy answered it itself (no ``X-Served-By``; the failover's 502) or
+    nothing came; a host's log shows that request's same write answered 2xx *after* that
+    answer; and no relayed request that a host did answer accounts for that run (a client's
+    re-send of the same request id goes through the proxy again). It is returned as an
+    ``ok`` operation ``late write`` over the time the host ran it, holding what the cut
+    request sent; its ``detail`` says what happened. A run two cut requests could be, with
+    different bodies, proves nothing and is left out.
+    """
+    by_id = {op.request_id: op for op in ops}
+    hops = [hop for hop in hops if hop.request_id in by_id]
+    runs = [run for run in _runs(logs) if run.request_id in by_id]
+    served = [hop for hop in hops if hop.served_by and hop.status is not None]
+    cut = [hop for hop in hops if not hop.served_by and hop.method == "PUT"]
+    found = []
+    for run in runs:
+        same = (run.request_id, run.method, run.path)
+        consumer = _CONSUMER_PATH.match(run.path)
+        if run.method != "PUT" or consumer is None or not 200 <= run.status < 300:
+            continue
+        if any(
+            (hop.request_id, hop.method, hop.path) == same and hop.served_by == run.host
+            and hop.sent <= run.started and run.answered <= hop.answered
+            for hop in served
+        ):  # fmt: skip
+            continue
+        before = [h for h in cut if (h.request_id, h.method, h.path) == same and
+                  h.answered < run.answered]  # fmt: skip
+        bodies = {hop.body for hop in before}
+        if len(bodies) != 1:
+            continue
+        try:
+            sent = json.loads(bodies.pop())["allocations"]
+            holds = {rp: dict(entry["resources"]) for rp, entry in sent.items()}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        op, hop = by_id[run.request_id], max(before, key=lambda h: h.answered)
+        answer = "no answer" if hop.status is None else f"HAProxy's own {hop.status}"
+        detail = (
+            f"{op.kind} {run.request_id}: PUT {answer} at {hop.answered:.3f}, then ran on "
+            f"{run.host} {run.started:.3f}-{run.answered:.3f} ({run.status}), "
+            f"{run.answered - op.end:.2f} s after the client's {op.outcome}, holding {holds}"
+        )
+        found.append(Op("late write", consumer.group(1), holds, OK, run.started, run.answered,
+                        run.host, run.request_id, holds, detail=detail))  # fmt: skip
+    return found
+
+
+def explained_by(
+    checker: Checker, late: Sequence[Op], check: Callable[[Checker], None]
+) -> dict[str, list[Op]]:
+    """consumer -> its late writes, for each consumer they clear of every failure.
+
+    ``check`` is run again on copies of ``checker`` (same operations and final state, nothing
+    read again): as it was, and with each failing consumer's late writes (:func:`late_writes`)
+    added as the successes they were. A consumer is explained only when every failure about
+    it is one ``check`` finds (not, say, an untyped error found on reading back), and with its
+    late writes ``check`` finds none.
+    """
+    failing = {who for _, who, _ in checker.verdict.failures if who}
+    extra = [op for op in late if op.consumer in failing]
+    if not extra:
+        return {}
+
+    def found(added: list[Op]) -> set[tuple[str, str]]:
+        again = Checker(checker.admin, checker.providers)
+        again.created = set(checker.created)
+        again.record(checker.ops)
+        again.record(added)
+        again.final = dict(checker.final)
+        again.generations = dict(checker.generations)
+        check(again)
+        return {(category, who) for category, who, _ in again.verdict.failures}
+
+    base, after = found([]), found(extra)
+    explained = {}
+    for consumer in sorted({op.consumer for op in extra}):
+        mine = {(category, who) for category, who, _ in checker.verdict.failures if who == consumer}
+        if mine <= base and not any(who == consumer for _, who in after):
+            explained[consumer] = [op for op in extra if op.consumer == consumer]
+    return explained

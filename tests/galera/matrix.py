@@ -29,6 +29,7 @@ from tests.galera.findings import (
     check_with_orphans,
     explain_adds,
     explain_usages,
+    explained_by,
     refused_but_landed,
 )
 from tests.galera.provider_workers import POp, ProviderPlan, run_providers
@@ -88,9 +89,13 @@ class Cell:
     retried: set[str] = field(default_factory=set)
     #: consumer -> requests whose failed write deleted it as "auto-created" (Placement's log).
     cleanups: dict[str, set[str]] = field(default_factory=dict)
+    #: Racing consumers' writes a host ran after HAProxy answered them itself (``late_writes``).
+    late: list[Op] = field(default_factory=list)
     #: workload -> category -> max count over the nodes
     failures: dict[str, Counter[str]] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
+    #: The consumers and providers a client failure on any node is about.
+    failed: set[str] = field(default_factory=set)
     #: workload -> Placement-side findings (max over the nodes), and their evidence
     findings: Counter[str] = field(default_factory=Counter)
     finding_lines: list[str] = field(default_factory=list)
@@ -192,10 +197,14 @@ class NodeVerdict:
     evidence: list[str] = field(default_factory=list)
     findings: list[tuple[str, str]] = field(default_factory=list)
     snapshot: Any = None
+    #: The consumers and providers a client failure is about.
+    subjects: set[str] = field(default_factory=set)
 
-    def fail(self, workload: str, category: str, line: str) -> None:
+    def fail(self, workload: str, category: str, line: str, *subjects: str) -> None:
+        """Count one client failure; ``subjects``: the consumers or providers it is about."""
         self.counts.setdefault(workload, Counter())[category] += 1
         self.evidence.append(f"{workload} {category}: {line}")
+        self.subjects.update(s for s in subjects if s)
 
 
 def judge_node(
@@ -222,6 +231,7 @@ def judge_node(
     risen = _resurrected(storm)
     storm_bypassed = bypassed(cell.consumer_ops, cell.retried)
     emptied = refused_but_landed(cell.consumer_ops, cell.retried, storm.final)
+    landed_late = explained_by(storm, cell.late, Checker.check_registers)
     for category, who, message in storm.verdict.failures:
         if category == "usages" and usages("consumers", message):
             continue
@@ -236,9 +246,14 @@ def judge_node(
             line = f"deadlock retry bypassed generation {gens} of {who}, so {category}: {message}"
             node.findings.append(("consumers", line))
             continue
+        if who in landed_late:
+            writes = "; ".join(op.detail for op in landed_late[who])
+            line = f"a cut write ran later ({writes}), so {category}: {message}"
+            node.findings.append(("consumers", line))
+            continue
         if who in risen and category in ("applied twice", "lost"):
             category = "resurrected"
-        node.fail("consumers", category, f"{who} {message}")
+        node.fail("consumers", category, f"{who} {message}", who)
         node.evidence.append(f"consumers log of {who}: {_ops_log(cell, who)}")
 
     adds = Checker(admin, [setup.add_rp])
@@ -260,7 +275,7 @@ def judge_node(
             line = f"deadlock retry bypassed generation {gens} of {who}, so {category}: {message}"
             node.findings.append(("adds", line))
             continue
-        node.fail("adds", category, f"{who} {message}")
+        node.fail("adds", category, f"{who} {message}", who)
     if node.counts["adds"]:
         node.evidence.append(f"adds log: {_adds_log(cell)}")
 
@@ -279,7 +294,7 @@ def judge_node(
     for category, who, message in sched.verdict.failures:
         if category == "usages" and usages("providers", message):
             continue
-        node.fail("providers", category, f"{who} {message}")
+        node.fail("providers", category, f"{who} {message}", who)
 
     fields: dict[str, Any] = {}
     for rp in rps:
@@ -310,7 +325,8 @@ def judge_node(
         if (src, dst) not in allowed and (as_read[source], as_read[target]) not in allowed:
             category = "applied twice" if src and dst else "lost"
             outcomes = [p.outcome for p in ops]
-            node.fail("moves", category, f"{source}->{target} holds {src}, {dst}; {outcomes}")
+            line = f"{source}->{target} holds {src}, {dst}; {outcomes}"
+            node.fail("moves", category, line, source, target)
     node.snapshot = (
         storm.final,
         adds.final,
@@ -330,9 +346,10 @@ def _judge_fields(
         if present is None or op.subject != rp:
             continue
         if op.outcome == OK and op.value not in present:
-            node.fail("providers", "clobbered", f"{op.kind} {op.value} on {rp} ok, now {present}")
+            line = f"{op.kind} {op.value} on {rp} ok, now {present}"
+            node.fail("providers", "clobbered", line, rp)
         elif op.outcome != OK and not uncertain_pop(op) and op.value in present:
-            node.fail("providers", "phantom", f"{op.kind} {op.value} {op.outcome} on {rp}")
+            node.fail("providers", "phantom", f"{op.kind} {op.value} {op.outcome} on {rp}", rp)
     recs = [op for op in ops if op.kind == "reconcile" and op.subject == root]
     if recs:
         ok = [op for op in recs if op.outcome == OK]
@@ -344,7 +361,7 @@ def _judge_fields(
         if not ok:
             allowed.add(64)
         if total not in allowed:
-            node.fail("providers", "clobbered", f"{rp} VCPU total {total}, allowed {allowed}")
+            node.fail("providers", "clobbered", f"{rp} VCPU total {total}, allowed {allowed}", rp)
 
 
 def _adds_log(cell: Cell) -> str:
@@ -411,6 +428,7 @@ def judge(cluster: GaleraPlacement, cell: Cell) -> None:
             for category, n in found.items():
                 mine[category] = max(mine[category], n)
         cell.evidence += [f"host{index + 1}: {line}" for line in node.evidence]
+        cell.failed |= node.subjects
         for workload, n in Counter(w for w, _ in node.findings).items():
             cell.findings[workload] = max(cell.findings[workload], n)
         cell.finding_lines += [f"host{index + 1}: {w} {line}" for w, line in node.findings]

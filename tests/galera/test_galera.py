@@ -15,6 +15,7 @@ proven from its own log and rows (:mod:`tests.galera.findings`), is counted in t
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import Counter
@@ -24,8 +25,9 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from reportclient.testing import ROUND_ROBIN, SINGLE_WRITER, GaleraPlacement, PlacementAdmin
+from tests.galera.artifacts import artifacts_root, keep_failure
 from tests.galera.faults import KILL_AFTER_COMMIT, GaleraProxy, Injector
-from tests.galera.findings import cleaned_up, retried_requests
+from tests.galera.findings import cleaned_up, late_writes, retried_requests
 from tests.galera.matrix import HEADERS, Cell, arrange, judge, rows, run_workloads
 from tests.races.checker import table
 
@@ -111,6 +113,7 @@ def test_galera_keeps_every_invariant(
             injector.stop()
         cell.window = injector.window
         cell.injected_proxy = proxy.injected()
+        hops = list(proxy.hops)
     galera.wait_settled()
     cell.cert_failures = _certification(galera) - certified_before
     logs = [
@@ -118,7 +121,17 @@ def test_galera_keeps_every_invariant(
     ]
     cell.retried = retried_requests(logs)
     cell.cleanups = cleaned_up(logs)
+    hosts = [host.name for host in galera.hosts]
+    cell.late = late_writes(cell.consumer_ops, hops, list(zip(hosts, logs, strict=True)))
     judge(galera, cell)
+    if cell.evidence:  # what it takes to explain the failure later, before the cluster goes
+        try:
+            where, story = keep_failure(artifacts_root(os.environ), galera, cell, logs, hops, seed)
+        except Exception as exc:  # the judge's evidence must still be shown
+            cell.evidence.insert(0, f"artifacts not written: {exc!r}")
+        else:
+            print(f"\n{story}")
+            cell.evidence.insert(0, f"artifacts: {where}")
     cell.seconds = time.monotonic() - started
 
     errors: Counter[str] = matrix["server errors"]  # type: ignore[assignment]

@@ -33,6 +33,8 @@ _DATABASE_URL_ENV = "REPORTCLIENT_CLUSTER_DATABASE_URL"
 _PARENT_PID_ENV = "REPORTCLIENT_CLUSTER_PARENT_PID"
 #: Set (to anything) for :func:`gunicorn_app` to log what :func:`_app.log_evidence` logs.
 _LOG_EVIDENCE_ENV = "REPORTCLIENT_CLUSTER_LOG_EVIDENCE"
+#: Set (to anything) for :func:`gunicorn_app` to log every request too (:func:`_app.log_requests`).
+_LOG_REQUESTS_ENV = "REPORTCLIENT_CLUSTER_LOG_REQUESTS"
 
 
 def gunicorn_app() -> _app.WSGIApp:
@@ -46,6 +48,8 @@ def gunicorn_app() -> _app.WSGIApp:
 
     if os.environ.get(_LOG_EVIDENCE_ENV):
         _app.log_evidence()
+    if os.environ.get(_LOG_REQUESTS_ENV):
+        _app.log_requests()
     conf = _app.build_conf(os.environ[_DATABASE_URL_ENV])
     db_api.configure(conf)
     migration.upgrade("head")
@@ -67,12 +71,14 @@ def start_gunicorn(
     database_url: str,
     log_path: Path,
     log_evidence: bool = False,
+    log_requests: bool = False,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start gunicorn serving :func:`gunicorn_app` on ``host:port``; return it and the port.
 
     :param port: 0 picks a free port.
     :param log_path: appended with the master's and the workers' output.
     :param log_evidence: log what Placement does silently (:func:`_app.log_evidence`).
+    :param log_requests: log every request and its answer too (:func:`_app.log_requests`).
     """
     listener = socket.create_server((host, port), backlog=1024)
     port = listener.getsockname()[1]
@@ -95,6 +101,8 @@ def start_gunicorn(
     env[_PARENT_PID_ENV] = str(os.getpid())
     if log_evidence:
         env[_LOG_EVIDENCE_ENV] = "1"
+    if log_requests:
+        env[_LOG_REQUESTS_ENV] = "1"
     with listener, open(log_path, "ab") as log:
         proc = subprocess.Popen(  # noqa: S603 - argv built from our own values
             cmd,

@@ -75,6 +75,8 @@ class PlacementHost:
     database_url: str
     workers: int
     directory: Path
+    #: Log every request with its global request id too (:func:`_app.log_requests`).
+    log_requests: bool = False
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -98,6 +100,7 @@ class PlacementHost:
             database_url=self.database_url,
             log_path=self.directory / f"{self.name}.log",
             log_evidence=True,  # what Placement did silently: judges need it
+            log_requests=self.log_requests,
         )
         deadline = time.monotonic() + timeout
         while not self._ready():
@@ -132,11 +135,21 @@ class GaleraPlacement(Started):
     :param mode: HAProxy's mode, ``"single-writer"`` or ``"round-robin"``.
     :param workers: gunicorn workers per host.
     :param size: Galera nodes (and hosts).
+    :param log_requests: each host also logs every request, its answer and the global request
+        id it carried (:func:`~reportclient.testing._app.log_requests`): what a failure is read
+        back by, at a log line per request.
     :raises ClusterUnavailable: (its subclass ``GaleraUnavailable``) when MariaDB's server, the
         Galera provider, rsync or HAProxy is missing, or without the ``cluster`` extra.
     """
 
-    def __init__(self, mode: str = SINGLE_WRITER, workers: int = 2, size: int = 3) -> None:
+    def __init__(
+        self,
+        mode: str = SINGLE_WRITER,
+        workers: int = 2,
+        size: int = 3,
+        *,
+        log_requests: bool = False,
+    ) -> None:
         """Configure (but do not start) everything."""
         for module in ("sqlalchemy", "gunicorn", "pymysql"):
             if importlib.util.find_spec(module) is None:
@@ -144,6 +157,7 @@ class GaleraPlacement(Started):
         self.galera = GaleraCluster(size)
         self.mode = mode
         self.workers = workers
+        self.log_requests = log_requests
         self.token = _app.ADMIN_TOKEN
         self.database_name = f"placement_{secrets.token_hex(4)}"
         self.hosts: list[PlacementHost] = []
@@ -165,7 +179,10 @@ class GaleraPlacement(Started):
             ports = free_ports(self.galera.size)
             for node, port in zip(self.galera.nodes, ports, strict=True):
                 url = self.database_url(node.index)
-                host = PlacementHost(f"host{node.index + 1}", port, url, self.workers, self._tmpdir)
+                host = PlacementHost(
+                    f"host{node.index + 1}", port, url, self.workers, self._tmpdir,
+                    self.log_requests,
+                )  # fmt: skip
                 self.hosts.append(host)
                 host.start()  # one at a time: the first syncs the schema
             self.use_mode(self.mode)
