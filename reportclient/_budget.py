@@ -26,8 +26,8 @@ that, whatever policy the caller passes:
   writes, every failure the budget's; with it, 90-100%, and agents
   beginning a write a second complete all of theirs at 0.5x and 0.8x
   (``doc/source/benchmarks.rst``, saturation). What it lets through is
-  bounded too: at most one retry per operation that succeeds, beside the
-  charged ones;
+  bounded too: at most one retry per write or read that succeeds, beside
+  the charged ones;
 * **the request bound** (:data:`MAX_REQUESTS`): no retry starts that could
   take one operation past that many requests.
 
