@@ -154,6 +154,19 @@ def test_client_refuses_a_budget_that_is_not_one() -> None:
 # -- the engine's retries spend from it -------------------------------------------------
 
 
+def budgeted(
+    fake: FakePlacement, budget: reportclient.RetryBudget, clock: FakeClock | None = None
+) -> reportclient.PlacementClient:
+    """A client of ``fake`` spending from ``budget``, under the default policy without sleeps."""
+    return make_client(
+        fake,
+        microversion="1.39",
+        retry=reportclient.default_retry(sleep=lambda s: None),
+        retry_budget=budget,
+        **({} if clock is None else {"clock": clock}),
+    )
+
+
 def claims_after_every_read(fake: FakePlacement, rp: str) -> None:
     """A scheduler's claim on ``rp`` after each GET: the field stays untouched, forever."""
 
@@ -169,12 +182,7 @@ def test_an_empty_budget_ends_untouched_retries_in_placement_overloaded() -> Non
     fake = FakePlacement()
     rp = fake.create_provider(inventory={"VCPU": 1000})
     budget = reportclient.RetryBudget(ratio=0.0, floor=0.4, window=10.0, clock=FakeClock())
-    client = make_client(
-        fake,
-        microversion="1.39",
-        retry=reportclient.default_retry(sleep=lambda s: None),
-        retry_budget=budget,
-    )
+    client = budgeted(fake, budget)
     claims_after_every_read(fake, rp)
 
     with pytest.raises(reportclient.PlacementOverloaded) as caught:
@@ -196,12 +204,7 @@ def test_a_write_that_may_have_landed_stays_outcome_unknown_when_the_budget_is_e
     rp = fake.create_provider(inventory={"VCPU": 8})
     consumer = new_uuid()
     budget = reportclient.RetryBudget(ratio=0.0, floor=0.0, clock=FakeClock())
-    client = make_client(
-        fake,
-        microversion="1.39",
-        retry=reportclient.default_retry(sleep=lambda s: None),
-        retry_budget=budget,
-    )
+    client = budgeted(fake, budget)
     # The claim's PUT lands but its answer is lost; the read after it gets a 503.
     fake.lose_next_response(consumer)
 
@@ -262,13 +265,7 @@ def test_every_step_of_a_reconcile_is_a_first_attempt_of_its_own() -> None:
     fake = FakePlacement()
     clock = FakeClock()
     budget = reportclient.RetryBudget(clock=clock)
-    client = make_client(
-        fake,
-        microversion="1.39",
-        retry=reportclient.default_retry(sleep=lambda s: None),
-        retry_budget=budget,
-        clock=clock,
-    )
+    client = budgeted(fake, budget, clock)
     rp = new_uuid()
 
     def spec(total: int) -> reportclient.ProviderSpec:
@@ -330,13 +327,7 @@ def test_only_the_retries_that_fail_are_charged(lost_races: int, charged: int) -
     clock = FakeClock()
     rp = fake.create_provider(inventory={"VCPU": 1000})
     budget = reportclient.RetryBudget(clock=clock)
-    client = make_client(
-        fake,
-        microversion="1.39",
-        retry=reportclient.default_retry(sleep=lambda s: None),
-        retry_budget=budget,
-        clock=clock,
-    )
+    client = budgeted(fake, budget, clock)
     claims_after_the_next_reads(fake, rp, lost_races + 1)
 
     client.providers.set_inventory(rp, "MEMORY_MB", 2048)
@@ -358,13 +349,7 @@ def test_a_writer_losing_races_to_claims_keeps_writing_where_it_was_refused() ->
     clock = FakeClock()
     rp = fake.create_provider(inventory={"VCPU": 1000})
     budget = reportclient.RetryBudget(ratio=0.0, floor=0.4, window=10.0, clock=clock)
-    client = make_client(
-        fake,
-        microversion="1.39",
-        retry=reportclient.default_retry(sleep=lambda s: None),
-        retry_budget=budget,
-        clock=clock,
-    )
+    client = budgeted(fake, budget, clock)
     for n in range(1, 11):
         claims_after_the_next_reads(fake, rp, 1)
         client.providers.set_inventory(rp, "MEMORY_MB", n)  # conflicts once, then lands
@@ -380,13 +365,7 @@ def test_a_read_sent_again_and_answered_gives_its_token_back(failures: int) -> N
     clock = FakeClock()
     rp = fake.create_provider(inventory={"VCPU": 8})
     budget = reportclient.RetryBudget(clock=clock)
-    client = make_client(
-        fake,
-        microversion="1.39",
-        retry=reportclient.default_retry(sleep=lambda s: None),
-        retry_budget=budget,
-        clock=clock,
-    )
+    client = budgeted(fake, budget, clock)
     fake.fail_next(failures, 503)
     assert client.providers.get_provider(rp).uuid == rp
     assert budget.stats() == reportclient.retry.BudgetStats(1, failures, 0, refunded=1)
@@ -396,13 +375,7 @@ def test_a_raw_read_sent_again_and_answered_gives_its_token_back() -> None:
     fake = FakePlacement()
     clock = FakeClock()
     budget = reportclient.RetryBudget(clock=clock)
-    client = make_client(
-        fake,
-        microversion="1.39",
-        retry=reportclient.default_retry(sleep=lambda s: None),
-        retry_budget=budget,
-        clock=clock,
-    )
+    client = budgeted(fake, budget, clock)
     fake.fail_next(1, 503)
     assert client.request("GET", "/resource_providers").status == 200
     assert budget.stats() == reportclient.retry.BudgetStats(1, 1, 0, refunded=1)
