@@ -93,6 +93,9 @@ class Backend(Protocol):
     def disarm(self) -> bool: ...  # whether the loss fired
     def close(self) -> None: ...
 
+    def orphaned(self) -> Mapping[str, Mapping[str, int]]:
+        """consumer -> provider -> used: allocation rows Placement left without a consumer row."""
+
 
 class HoldingAdapter(requests.adapters.BaseAdapter):
     """A transport adapter calling ``after(request)`` between the answer and the client."""
@@ -173,7 +176,8 @@ class Table:
         out = [self.render()]
         errors = ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())) or "none"
         out.append(f"errors raised: {errors}")
-        for column in (*VIOLATIONS, "placement create race", "placement delete race", "residual"):
+        for column in (*VIOLATIONS, "placement create race", "placement delete race",
+                       "placement orphaned rows", "residual"):  # fmt: skip
             for text in self.reports.get(column, [])[:per_column]:
                 out.append(text)
         return "\n".join(out)
@@ -366,6 +370,7 @@ class Machine:
         if self.ttl and self.rng.random() < 0.1:
             self.now[0] += self.ttl + 1
         start = {c: self.backend.read(c) for c in self.consumers}
+        orphaned_before = self.backend.orphaned()
         actors, notes = self.plan(start)
         barrier = threading.Barrier(len(actors))
         done = {name: threading.Event() for name in actors}
@@ -410,7 +415,13 @@ class Machine:
         def view(name: str, trusted: bool) -> State | None:
             return cache[name][1 if trusted else 0]
 
-        findings = self.checker.check_step(step, record.start, record.end, events, view, lost)
+        # Only rows this step left behind prove anything about it.
+        orphaned = self.backend.orphaned()
+        new_rows = {self.names[c]: orphaned[c] for c in self.consumers
+                    if c in orphaned and orphaned[c] != orphaned_before.get(c)}  # fmt: skip
+        findings = self.checker.check_step(
+            step, record.start, record.end, events, view, lost, new_rows
+        )
         if self.ttl and any(not e.shared and e.answer and e.answer[0] == 1 for e in events):
             # Another client created a consumer (perhaps re-created it): a write from a cache
             # entry of the old incarnation at the same generation is the documented cache_ttl

@@ -46,7 +46,8 @@ MISSING: State = (None, EMPTY)
 LINEAR = ("lost", "applied twice", "resurrected", "clobbered", "not linearizable")
 CACHE = ("stale cache (quiet)", "trusted after last answer", "trusted wrong content")
 VIOLATIONS = ("own-write error", *CACHE, *LINEAR, "unexpected error")
-INFO = ("placement create race", "placement delete race", "residual", "lost answers", "holds")
+INFO = ("placement create race", "placement delete race", "placement orphaned rows")
+INFO += ("residual", "lost answers", "holds")
 INFO += ("typed errors",)
 INFO += ("unknown outcomes",)
 
@@ -226,6 +227,40 @@ RELAXATIONS = (
 )
 
 
+#: Verdicts that are Placement's races, reported and not asserted.
+PLACEMENTS = ("", "placement create race", "placement delete race")
+
+
+def orphaned_end(
+    start: State,
+    events: Sequence[Event],
+    known: frozenset[Allocs],
+    any_premise: bool,
+    rows: Mapping[str, int],
+) -> bool:
+    """Whether the step ended in ``rows`` (provider -> used) under a consumer row Placement deleted.
+
+    Placement 16.0.0 deletes a consumer it auto-created when the write that created it
+    fails, whoever wrote to the consumer meanwhile (a create that met ``ConsumerExists``
+    writes on it: the create race above), so the allocation rows the other write left stay
+    without a consumer row and every read shows the consumer missing. Those rows, read from
+    the database, prove the deletion was Placement's; the step is Placement's only when some
+    content an operation of the step or an earlier answer held sums to exactly those rows per
+    provider, and ending in it at some generation is linearizable (or one of Placement's own
+    races).
+    """
+    contents = set(known) | {e.want for e in events} | {e.answer[1] for e in events if e.answer}
+    generations = range(1, max((e.answer[0] or 0 for e in events if e.answer), default=0) + 3)
+    for content in contents:
+        sums = {rp: sum(res.values()) for rp, res in thaw(content).items()}
+        if sums != dict(rows):
+            continue
+        for generation in generations:
+            if diagnose(start, (generation, content), events, known, any_premise) in PLACEMENTS:
+                return True
+    return False
+
+
 def diagnose(
     start: State,
     end: State,
@@ -311,8 +346,14 @@ class Checker:
         events: Sequence[Event],
         cache: CacheView,
         lost: set[str] = frozenset(),  # type: ignore[assignment]
+        orphaned: Mapping[str, Mapping[str, int]] | None = None,
     ) -> list[Finding]:
-        """Findings for one step; ``lost``: consumers on which a lost answer fired."""
+        """Findings for one step; ``lost``: consumers on which a lost answer fired.
+
+        ``orphaned``: consumer -> provider -> sum used of the allocation rows Placement left
+        without a consumer row (read from its database), for a consumer that reads missing
+        (:func:`orphaned_end`).
+        """
         found: list[Finding] = []
         for c, memory in self.consumers.items():
             mine = [e for e in events if e.consumer == c]
@@ -340,6 +381,14 @@ class Checker:
                 # After a give-up that read without saying what, any premise is possible.
                 wild = memory.wild or any(e.outcome == "wild" for e in shared)
                 verdict = diagnose(start[c], end[c], mine, frozenset(known), wild)
+                rows = (orphaned or {}).get(c)
+                if (
+                    verdict
+                    and rows
+                    and end[c] == MISSING
+                    and orphaned_end(start[c], mine, frozenset(known), wild, rows)
+                ):
+                    verdict = "placement orphaned rows"
                 if verdict:
                     detail = f"from {show(start[c])} to {show(end[c])}"
                     found.append(Finding(verdict, c, step, detail))

@@ -90,6 +90,13 @@ class ClusterBackend:
     def close(self) -> None:
         self.proxy.close()
 
+    def orphaned(self) -> dict[str, dict[str, int]]:
+        found: dict[str, dict[str, int]] = {}
+        for rp, rows in self.cluster.orphaned_allocations().items():
+            for consumer, used in rows.items():
+                found.setdefault(consumer, {})[rp] = used
+        return found
+
 
 @pytest.mark.parametrize("ttl", [0.0, TTL], ids=["cache_ttl=0", "cache_ttl=60"])
 def test_one_shared_client_on_the_cluster(

@@ -200,3 +200,27 @@ def test_placements_delete_race_is_reported_apart() -> None:
     claim = ev("claim", 3, 6, want=Y, outcome="ok", answer=(2, Y))
     delete = ev("force_release", 4, 5, actor="other", shared=False, outcome="ok", status=1)
     assert step(checker, (1, X), (2, Y), [claim, delete], None, n=1) == ["placement delete race"]
+
+
+# -- Placement's orphaned rows: the step of 2026-12-04's CI run, and what they cannot excuse --
+
+
+def orphan_step(rows: dict[str, dict[str, int]] | None) -> list[str]:
+    """The shared client's claim lost its answer; the other client's claim answered ok; the
+    consumer reads missing (Placement deleted the row the shared claim auto-created)."""
+    lost = ev("claim", 1, 5, want=Y, outcome="unknown")
+    other = ev("claim", 2, 4, actor="other", shared=False, want=X, outcome="ok", answer=(1, X))
+    checker = Checker(["c0"])
+    found = checker.check_step(0, {"c0": MISSING}, {"c0": MISSING}, [lost, other],
+                               cache_of(None), {"c0"}, rows)  # fmt: skip
+    return columns(found)
+
+
+def test_a_consumer_read_missing_with_its_rows_left_behind_is_placements() -> None:
+    assert orphan_step({"c0": {RP: 1}}) == ["placement orphaned rows"]
+
+
+def test_orphaned_rows_excuse_nothing_they_do_not_account_for() -> None:
+    assert orphan_step(None) == ["lost"]  # no rows read: the client's
+    assert orphan_step({"c0": {RP: 3}}) == ["lost"]  # rows no operation wrote
+    assert orphan_step({"c1": {RP: 1}}) == ["lost"]  # another consumer's rows
