@@ -98,6 +98,7 @@ class RawClient:
         # it, and each try after the first spends from the client's budget
         # (given back if it succeeds).
         with operation(self._core.budget) as this:
+            granted_before = this.granted  # an outer operation's retries are not this read's
 
             def stop(state: tenacity.RetryCallState) -> bool:
                 return this.retry(policy_stops=bool(policy.stop(state)), cost=1) is not None
@@ -118,5 +119,5 @@ class RawClient:
                     last=exc,
                 ) from exc
             if isinstance(answer, RawAnswer):  # not a retry_error_callback's value
-                this.succeeded(granted_before=0)  # a retry that succeeded is given back
+                this.succeeded(granted_before=granted_before)  # a retry that landed
         return answer

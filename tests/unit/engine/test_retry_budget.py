@@ -379,3 +379,15 @@ def test_a_raw_read_sent_again_and_answered_gives_its_token_back() -> None:
     fake.fail_next(1, 503)
     assert client.request("GET", "/resource_providers").status == 200
     assert budget.stats() == reportclient.retry.BudgetStats(1, 1, 0, refunded=1)
+
+
+def test_a_raw_read_inside_an_operation_gives_back_only_its_own_retries() -> None:
+    """The outer operation's granted retry is not the read's: a read sent once refunds nothing."""
+    fake = FakePlacement()
+    clock = FakeClock()
+    budget = reportclient.RetryBudget(clock=clock)
+    client = budgeted(fake, budget, clock)
+    with operation(budget) as outer:
+        assert outer.retry(policy_stops=False, cost=1) is None  # the outer one's retry
+        assert client.request("GET", "/resource_providers").status == 200
+    assert budget.stats() == reportclient.retry.BudgetStats(1, 1, 0, refunded=0)
