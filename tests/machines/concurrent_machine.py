@@ -43,6 +43,7 @@ from tests.machines.concurrent_model import (
     CACHE,
     INFO,
     MISSING,
+    PLACEMENT,
     VIOLATIONS,
     Checker,
     Event,
@@ -176,8 +177,7 @@ class Table:
         out = [self.render()]
         errors = ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())) or "none"
         out.append(f"errors raised: {errors}")
-        for column in (*VIOLATIONS, "placement create race", "placement delete race",
-                       "placement orphaned rows", "residual"):  # fmt: skip
+        for column in (*VIOLATIONS, *PLACEMENT, "residual"):
             for text in self.reports.get(column, [])[:per_column]:
                 out.append(text)
         return "\n".join(out)
@@ -212,6 +212,8 @@ class Machine:
         self.history: list[StepRecord] = []
         self.hold: Hold | None = None
         self.table = Table(f"seed {seed}")
+        #: Allocation rows without a consumer row as the last step left them.
+        self.orphaned: Mapping[str, Mapping[str, int]] = backend.orphaned()
 
     # -- the hooks the backends call ------------------------------------------------------------
     def after_answer(self, request: Any) -> None:
@@ -370,7 +372,6 @@ class Machine:
         if self.ttl and self.rng.random() < 0.1:
             self.now[0] += self.ttl + 1
         start = {c: self.backend.read(c) for c in self.consumers}
-        orphaned_before = self.backend.orphaned()
         actors, notes = self.plan(start)
         barrier = threading.Barrier(len(actors))
         done = {name: threading.Event() for name in actors}
@@ -415,10 +416,11 @@ class Machine:
         def view(name: str, trusted: bool) -> State | None:
             return cache[name][1 if trusted else 0]
 
-        # Only rows this step left behind prove anything about it.
-        orphaned = self.backend.orphaned()
-        new_rows = {self.names[c]: orphaned[c] for c in self.consumers
-                    if c in orphaned and orphaned[c] != orphaned_before.get(c)}  # fmt: skip
+        # Only rows this step left behind prove anything about it; nothing writes between
+        # steps, so the rows after the last step are those before this one.
+        before, self.orphaned = self.orphaned, self.backend.orphaned()
+        new_rows = {self.names[c]: rows for c, rows in self.orphaned.items()
+                    if c in self.names and rows != before.get(c)}  # fmt: skip
         findings = self.checker.check_step(
             step, record.start, record.end, events, view, lost, new_rows
         )

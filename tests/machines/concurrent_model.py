@@ -50,6 +50,8 @@ INFO = ("placement create race", "placement delete race", "placement orphaned ro
 INFO += ("residual", "lost answers", "holds")
 INFO += ("typed errors",)
 INFO += ("unknown outcomes",)
+#: The columns that are Placement's own races: reported, not asserted.
+PLACEMENT = tuple(column for column in INFO if column.startswith("placement "))
 
 
 def show(state: State | None) -> str:
@@ -227,8 +229,8 @@ RELAXATIONS = (
 )
 
 
-#: Verdicts that are Placement's races, reported and not asserted.
-PLACEMENTS = ("", "placement create race", "placement delete race")
+#: What :func:`diagnose` says of a step that is linearizable or only one of Placement's races.
+PLACEMENTS = ("", *(name for name, _ in RELAXATIONS if name in PLACEMENT))
 
 
 def orphaned_end(
