@@ -28,8 +28,11 @@ What each kind of answer does to the caches, written once:
   answers in flight across the forget arrive in doubt;
 * **a refusal** (400, 404, capacity, in use): nothing was written, the
   caches keep what they hold;
-* **a DELETE**: a consumer is stored as missing; a provider's fields are
-  forgotten, whatever the answer (a lost one included);
+* **a DELETE**: a consumer is stored as missing; a provider's fields and
+  record are forgotten, whatever the answer (a lost one included);
+* **a provider document** (a listing, a read, a create, a rename): its
+  record is stored (:mod:`.provider_records`), and a tree listing proves
+  its tree whole, so a tree view knows its members without listing again;
 * **a raw write** (:meth:`Gateway.raw`): every consumer and provider its
   path and body concern (:func:`.routes.concerns`) is forgotten, sent or
   lost; one the path does not tell forgets everything.
@@ -53,6 +56,7 @@ from reportclient._gateway.consumer_cache import (
 )
 from reportclient._gateway.consumer_routes import ConsumerRoutes, written_state
 from reportclient._gateway.provider_cache import FIELD_KINDS, Field, ProviderCache, Snapshot
+from reportclient._gateway.provider_records import ProviderRecords
 from reportclient._gateway.provider_routes import (
     FieldView,
     ProviderRoutes,
@@ -61,6 +65,7 @@ from reportclient._gateway.provider_routes import (
 )
 from reportclient._model.consumers import ConsumerAllocations
 from reportclient._model.microversions import Microversion
+from reportclient._model.providers import ResourceProvider
 from reportclient._model.raw import RawRequest
 
 if TYPE_CHECKING:  # an annotation only: the gateway never imports the wire (setup.cfg)
@@ -100,7 +105,10 @@ class Gateway(ConsumerRoutes, ProviderRoutes, CatalogueRoutes):
         :raises ValueError: for a cache size or ttl out of range.
         """
         return cls(
-            wire, ConsumerCache(cache_size, cache_ttl, clock), ProviderCache(cache_ttl, clock)
+            wire,
+            ConsumerCache(cache_size, cache_ttl, clock),
+            ProviderCache(cache_ttl, clock),
+            ProviderRecords(),
         )
 
     # -- the wire ----------------------------------------------------------------
@@ -132,6 +140,15 @@ class Gateway(ConsumerRoutes, ProviderRoutes, CatalogueRoutes):
         """The cached state however old, or None (also when overlapping answers put it in doubt)."""
         return self._consumers.get(consumer)
 
+    def provider_record(self, uuid: str) -> ResourceProvider | None:
+        """The provider as an answer last showed it (name, parent, root, generation), or None."""
+        return self._records.get(uuid)
+
+    def tree_members(self, root: str) -> list[ResourceProvider] | None:
+        """``root``'s tree, parents first, if a listing (and this client's own writes since)
+        proved it whole; None otherwise."""
+        return self._records.tree(root)
+
     # -- what the engine itself proves ---------------------------------------------
     def keep_known(self, state: ConsumerAllocations) -> None:
         """Keep ``state`` as what the client knows, never to be written from."""
@@ -144,6 +161,11 @@ class Gateway(ConsumerRoutes, ProviderRoutes, CatalogueRoutes):
     def forget_field(self, uuid: str, kind: type[Snapshot] | None = None) -> None:
         """Forget one field of a provider (or all of them)."""
         self._providers.forget(uuid, kind)
+
+    def forget_provider(self, uuid: str) -> None:
+        """Forget a provider: its record, its tree's wholeness and its fields (a caller said so)."""
+        self._providers.forget(uuid)
+        self._records.forget(uuid)
 
     # -- raw requests ---------------------------------------------------------------------
     def raw(self, request: RawRequest) -> Reply:
@@ -162,7 +184,9 @@ class Gateway(ConsumerRoutes, ProviderRoutes, CatalogueRoutes):
             if touched.everything:
                 self._consumers.clear()
                 self._providers.clear()
+                self._records.clear()
             for consumer in touched.consumers:
                 self._consumers.forget(consumer)
             for uuid in touched.providers:
                 self._providers.forget(uuid)
+                self._records.forget(uuid)

@@ -38,6 +38,7 @@ consumers' hundreds of thousands, so no LRU bound is worth its bookkeeping.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -175,6 +176,23 @@ class ProviderCache:
         if generation is not None and entry[0].generation != generation:
             return None
         return entry
+
+    def carry(self, uuid: str, written: type[Snapshot], generation: int) -> None:
+        """This client's write of one field moved the provider from ``generation`` by one.
+
+        Placement applied it only at ``generation`` and changed nothing but
+        that field, so every other field known (and not in doubt) at
+        ``generation`` holds at ``generation + 1``, as old as its proof.
+        """
+        with self._lock:
+            for route in FIELDS:
+                found = self._entries.get((uuid, route))
+                if route == written.ROUTE or found is None or found[2]:
+                    continue
+                snapshot, taken_at, _doubt, proven = found
+                if snapshot.generation == generation:
+                    moved = dataclasses.replace(snapshot, generation=generation + 1)
+                    self._entries[(uuid, route)] = (moved, taken_at, False, proven)
 
     def forget(self, uuid: str, kind: type[Snapshot] | None = None) -> None:
         """Forget one field of a provider, or all of them; answers in flight arrive in doubt."""

@@ -19,6 +19,7 @@ from reportclient._gateway import routes
 from reportclient._gateway.provider_cache import FIELD_KINDS, Field, ProviderCache, Snapshot
 from reportclient._gateway.sending import Sending
 from reportclient._model.providers import ProviderAllocations, ProviderWrite, ResourceProvider
+from reportclient.errors import PlacementUnavailable, ProviderNotFound
 
 if TYPE_CHECKING:  # an annotation only: the gateway never imports the wire (setup.cfg)
     from reportclient._wire.transport import Reply
@@ -119,6 +120,8 @@ class ProviderRoutes(Sending):
         # Placement answers with the field and its new generation: no guess.
         new = kind.from_json(write.uuid, reply.body or {})
         self._providers.put(new, sent=ticket, written=True, proven=server_time(reply, "date"))
+        if new.generation == write.generation + 1:
+            self._providers.carry(write.uuid, kind, write.generation)
         return new
 
     # -- providers ---------------------------------------------------------------------
@@ -126,22 +129,47 @@ class ProviderRoutes(Sending):
         self, query: Mapping[str, str], request_id: str | None
     ) -> list[ResourceProvider]:
         """``GET /resource_providers`` with filters."""
-        body = self._get(routes.providers(query), request_id)
-        return [ResourceProvider.from_json(rp) for rp in body["resource_providers"]]
+        return self.list_dated(query, request_id).providers
+
+    def list_dated(self, query: Mapping[str, str], request_id: str | None) -> TreeListing:
+        """``GET /resource_providers`` with filters, and when the listed providers last changed."""
+        ticket = self._records.ticket()
+        reply = self._wire.request("GET", routes.providers(query), global_request_id=request_id)
+        found = [ResourceProvider.from_json(rp) for rp in (reply.body or {})["resource_providers"]]
+        self._records.put(found, sent=ticket)
+        return TreeListing(found, server_time(reply, "last-modified"), server_time(reply, "date"))
 
     def list_tree(self, anchor: str, request_id: str | None) -> TreeListing:
         """``GET /resource_providers?in_tree=``: a tree, and when it last changed."""
+        ticket = self._records.ticket()
         reply = self._wire.request(
             "GET", routes.providers({"in_tree": anchor}), global_request_id=request_id
         )
-        return TreeListing(
+        listing = TreeListing(
             [ResourceProvider.from_json(rp) for rp in (reply.body or {})["resource_providers"]],
             server_time(reply, "last-modified"),
             server_time(reply, "date"),
         )
+        self._records.listed(anchor, listing.providers, ticket)
+        return listing
 
     def get_provider(self, uuid: str, request_id: str | None) -> ResourceProvider:
-        return ResourceProvider.from_json(self._get(routes.provider(uuid), request_id))
+        return self.read_provider(uuid, request_id).providers[0]
+
+    def read_provider(self, uuid: str, request_id: str | None) -> TreeListing:
+        """``GET /resource_providers/{uuid}``, and when it last changed (its ``Last-Modified``).
+
+        :raises ProviderNotFound: it does not exist (its record is dropped).
+        """
+        ticket = self._records.ticket()
+        try:
+            reply = self._wire.request("GET", routes.provider(uuid), global_request_id=request_id)
+        except ProviderNotFound:
+            self._records.dropped(uuid, answered=True)
+            raise
+        rp = ResourceProvider.from_json(reply.body)
+        self._records.put([rp], sent=ticket)
+        return TreeListing([rp], server_time(reply, "last-modified"), server_time(reply, "date"))
 
     def create_provider(self, body: Mapping[str, Any], request_id: str | None) -> ResourceProvider:
         """``POST /resource_providers``; its fields are known empty at generation 0.
@@ -150,34 +178,60 @@ class ProviderRoutes(Sending):
         whatever was cached of the old one is replaced, proven by this answer.
         """
         tickets = [self._providers.ticket() for _ in FIELD_KINDS]
-        reply = self._wire.request(
-            "POST", routes.PROVIDERS, json=dict(body), global_request_id=request_id
-        )
+        ticket = self._records.ticket()
+        named = body.get("uuid")
+        try:
+            reply = self._wire.request(
+                "POST", routes.PROVIDERS, json=dict(body), global_request_id=request_id
+            )
+        except PlacementUnavailable as exc:
+            if exc.outcome_unknown and isinstance(named, str):
+                self._records.forget(named)
+            raise
         rp = ResourceProvider.from_json(reply.body)
-        for kind, ticket in zip(FIELD_KINDS, tickets, strict=True):
-            self._providers.put(kind(rp.uuid, rp.generation), sent=ticket, written=True)
+        answered = server_time(reply, "date")
+        for kind, ticket_ in zip(FIELD_KINDS, tickets, strict=True):
+            self._providers.put(
+                kind(rp.uuid, rp.generation), sent=ticket_, written=True, proven=answered
+            )
+        self._records.created(rp, ticket)
         return rp
 
     def update_provider(
         self, uuid: str, body: Mapping[str, Any], request_id: str | None
     ) -> ResourceProvider:
         """``PUT /resource_providers/{uuid}`` (name, parent): no field changes."""
-        reply = self._wire.request(
-            "PUT", routes.provider(uuid), json=dict(body), global_request_id=request_id
-        )
-        return ResourceProvider.from_json(reply.body)
+        ticket = self._records.ticket()
+        try:
+            reply = self._wire.request(
+                "PUT", routes.provider(uuid), json=dict(body), global_request_id=request_id
+            )
+        except PlacementUnavailable as exc:
+            if exc.outcome_unknown:
+                self._records.forget(uuid)
+            raise
+        rp = ResourceProvider.from_json(reply.body)
+        self._records.put([rp], sent=ticket)
+        return rp
 
     def delete_provider(self, uuid: str, request_id: str | None) -> None:
         """``DELETE /resource_providers/{uuid}``; its fields are forgotten whatever the answer.
 
         After a delete, answered or lost, the uuid may come back as another
         provider at the generations this client knew: nothing it cached of
-        the old one may be trusted again.
+        the old one may be trusted again. Its record goes too; the tree it
+        was in stays whole only when the answer says it is gone.
         """
+        answered = False
         try:
             self._wire.request("DELETE", routes.provider(uuid), global_request_id=request_id)
+            answered = True
+        except ProviderNotFound:
+            answered = True
+            raise
         finally:
             self._providers.forget(uuid)
+            self._records.dropped(uuid, answered=answered)
 
     def provider_allocations(self, uuid: str, request_id: str | None) -> ProviderAllocations:
         body = self._get(routes.provider_allocations(uuid), request_id)

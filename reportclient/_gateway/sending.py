@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from reportclient._gateway.consumer_cache import ConsumerCache
 from reportclient._gateway.provider_cache import ProviderCache, Snapshot
+from reportclient._gateway.provider_records import ProviderRecords
 from reportclient.errors import GenerationConflict, PlacementUnavailable
 
 if TYPE_CHECKING:  # an annotation only: the gateway never imports the wire (setup.cfg)
@@ -41,12 +42,20 @@ class Sending:
         ``outcome_unknown`` when a write may have landed unseen).
     :param consumers: the client's consumer cache.
     :param providers: the client's provider-field cache.
+    :param records: the client's provider records (which providers make up which tree).
     """
 
-    def __init__(self, wire: Transport, consumers: ConsumerCache, providers: ProviderCache) -> None:
+    def __init__(
+        self,
+        wire: Transport,
+        consumers: ConsumerCache,
+        providers: ProviderCache,
+        records: ProviderRecords | None = None,
+    ) -> None:
         self._wire = wire
         self._consumers = consumers
         self._providers = providers
+        self._records = ProviderRecords() if records is None else records
 
     def _get(self, path: str, request_id: str | None) -> Any:
         return self._wire.request("GET", path, global_request_id=request_id).body

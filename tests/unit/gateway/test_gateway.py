@@ -155,6 +155,78 @@ def test_a_provider_delete_forgets_its_fields_whatever_the_answer(cached_client,
     ]
 
 
+def field_body(kind: str, generation: int, value: object) -> dict[str, object]:
+    return {"resource_provider_generation": generation, kind: value}
+
+
+def test_an_own_field_write_carries_the_other_fields_known_at_its_generation(
+    cached_client, wire, rp
+):
+    base = f"{URL}/resource_providers/{rp}"
+    wire.get(f"{base}/traits", json=field_body("traits", 3, ["HW_CPU_X86_AVX2"]))
+    wire.get(f"{base}/aggregates", json=field_body("aggregates", 2, []))
+    cached_client.providers.get_traits(rp)
+    cached_client.providers.get_aggregates(rp)
+    wire.put(f"{base}/inventories", json=field_body("inventories", 4, {"VCPU": {"total": 4}}))
+
+    cached_client.providers.set_inventories(rp, {"VCPU": 4}, generation=3)
+
+    fields = cached_client._core.gateway.fields
+    carried = fields.entry(rp, reportclient.ProviderTraits)
+    assert carried is not None and carried[0].generation == 4  # known at 3: holds at 4
+    behind = fields.entry(rp, reportclient.ProviderAggregates)
+    assert behind is not None and behind[0].generation == 2  # not known at 3: not carried
+
+
+@pytest.mark.parametrize("answer", [NO_CONTENT, LOST], ids=["answered", "lost"])
+def test_a_provider_delete_drops_its_record_and_a_lost_one_its_trees_wholeness(
+    cached_client, wire, rp, answer
+):
+    child = "7a1f1e0c-9d5e-4e0b-8f5a-1b2c3d4e5f60"
+    wire.get(
+        f"{URL}/resource_providers?in_tree={rp}",
+        json={
+            "resource_providers": [
+                {"uuid": rp, "name": "cn", "generation": 1, "root_provider_uuid": rp},
+                {
+                    "uuid": child,
+                    "name": "dev",
+                    "generation": 1,
+                    "parent_provider_uuid": rp,
+                    "root_provider_uuid": rp,
+                },
+            ]
+        },
+    )
+    gateway = cached_client._core.gateway
+    gateway.list_tree(rp, None)
+    wire.delete(f"{URL}/resource_providers/{child}", **answer)
+
+    try:
+        cached_client.providers.delete_provider(child)
+    except errors.PlacementUnavailable:
+        pass
+
+    assert gateway.provider_record(child) is None
+    members = gateway.tree_members(rp)
+    assert (members is not None) is (answer is NO_CONTENT)
+
+
+def test_a_raw_write_to_a_provider_drops_its_record(cached_client, wire, rp):
+    wire.get(
+        f"{URL}/resource_providers/{rp}",
+        json={"uuid": rp, "name": "cn", "generation": 1, "root_provider_uuid": rp},
+    )
+    gateway = cached_client._core.gateway
+    cached_client.providers.get_provider(rp)
+    assert gateway.provider_record(rp) is not None
+    wire.put(f"{URL}/resource_providers/{rp}", json={"uuid": rp, "name": "x", "generation": 1})
+
+    cached_client.request("PUT", f"/resource_providers/{rp}", json={"name": "x"})
+
+    assert gateway.provider_record(rp) is None
+
+
 # -- a conflict's "expected N" is evidence, never a state ------------------------------
 
 
