@@ -11,6 +11,7 @@ import importlib.metadata
 from reportclient._clients.core import ClientSettings
 from reportclient._clients.placement import PlacementClient
 from reportclient._clients.providers import ProviderClient
+from reportclient._engine.tree_views import TreeViews
 from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
 from reportclient._model.candidate_results import (
     AllocationCandidates,
@@ -51,6 +52,7 @@ from reportclient._model.providers import (
 )
 from reportclient._model.raw import RawAnswer
 from reportclient._model.reshape import Reshape, ReshapeState
+from reportclient._model.tree_view import ProviderView, TreeView
 from reportclient._model.usages import ConsumerTypeUsages, ProjectUsages, ProviderUsages
 from reportclient._wire.transport import DEFAULT_POOL_SIZE, DEFAULT_TIMEOUT
 from reportclient.errors import (
@@ -71,6 +73,7 @@ from reportclient.errors import (
     PlacementError,
     PlacementOverloaded,
     PlacementUnavailable,
+    ProviderChanged,
     ProviderInUse,
     ProviderNotFound,
 )
@@ -131,6 +134,7 @@ __all__ = [
     "ProjectUsages",
     "ProviderAggregates",
     "ProviderAllocations",
+    "ProviderChanged",
     "ProviderClient",
     "ProviderInUse",
     "ProviderInventories",
@@ -139,6 +143,7 @@ __all__ = [
     "ProviderSummary",
     "ProviderTraits",
     "ProviderUsages",
+    "ProviderView",
     "ProviderWrite",
     "RawAnswer",
     "ReconcileReport",
@@ -148,6 +153,8 @@ __all__ = [
     "ResourceProvider",
     "ResourceSummary",
     "RetryBudget",
+    "TreeView",
+    "TreeViews",
     "add_allocations",
     "any_of",
     "default_retry",

@@ -6,7 +6,8 @@ The hierarchy::
     ├── InvalidInput               caught before the wire; also a ValueError
     │   └── AllocationsNotHeld     subtract_allocations: more than the consumer holds
     ├── GenerationConflict         409 placement.concurrent_update, retries spent
-    │   └── ConsumerChanged        another writer changed what a claim would replace
+    │   ├── ConsumerChanged        another writer changed what a claim would replace
+    │   └── ProviderChanged        another writer changed a field a view's flush would replace
     ├── ConsumerGone               the consumer an update presupposes does not exist
     ├── NothingToMove              a move's source consumer holds no allocations
     ├── CapacityExceeded           409 over capacity; retrying cannot help
@@ -57,6 +58,7 @@ __all__ = [
     "PlacementError",
     "PlacementOverloaded",
     "PlacementUnavailable",
+    "ProviderChanged",
     "ProviderInUse",
     "ProviderNotFound",
 ]
@@ -248,6 +250,25 @@ class ConsumerChanged(GenerationConflict):
         known: ConsumerAllocations | None,
         **kwargs: Any,
     ) -> None:
+        super().__init__(message, **kwargs)
+        self.state = state
+        self.known = known
+
+
+class ProviderChanged(GenerationConflict):
+    """Another writer changed a provider field that a write computed from a view would replace.
+
+    A tree view's flush (:mod:`reportclient._engine.tree_views`) writes a
+    field at the generation the view proved it at; when Placement has moved
+    on and the field, read again, no longer holds what the view showed, the
+    change was computed from content that is gone, and writing it would
+    remove the other writer's. Nothing was written. ``state`` is the field
+    as just read (a ``ProviderInventories``, ``ProviderTraits`` or
+    ``ProviderAggregates``); ``known`` is its value in the view. Read the
+    tree again, recompute, and flush again.
+    """
+
+    def __init__(self, message: str, *, state: Any, known: Any, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.state = state
         self.known = known

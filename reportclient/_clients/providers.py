@@ -21,6 +21,7 @@ from reportclient._engine.attempts import run_attempts
 from reportclient._engine.provider_ops import CASCADE_ROUNDS, UNSET, ProviderOps
 from reportclient._engine.reconcile import AGENT_MAX_STALENESS, TreeMemory, reconcile
 from reportclient._engine.reshape_write import ReshapeWrite
+from reportclient._engine.tree_views import TreeViews
 from reportclient._model.microversions import Microversion
 from reportclient._model.provider_tree import ProviderSpec, ReconcileReport
 from reportclient._model.providers import (
@@ -244,6 +245,34 @@ class ProviderClient(FieldsClient, CatalogClient):
             except ProviderNotFound:
                 continue
         return out
+
+    # -- a view of trees, as nova's resource tracker keeps one ----------------------
+    def views(self, *, window: float | Callable[[], float] = AGENT_MAX_STALENESS) -> TreeViews:
+        """A new, empty provider-tree view on this client (what ``reportclient.nova`` keeps).
+
+        ``views().ensure(root)`` hands out a tree without a request while
+        every provider in it was proven within ``window`` seconds, and
+        proves it again past that with one listing; ``flush(specs)`` writes
+        only the fields that differ from the view, each at the generation
+        the view proved it at, and never one another writer changed since
+        (:class:`~reportclient.ProviderChanged`). See
+        :mod:`reportclient._engine.tree_views` and doc/source/providers.rst.
+
+        :param window: seconds, or a function answering them on every call
+            (nova's ``resource_provider_association_refresh`` is mutable);
+            0: a provider once proven is never proven again, as in nova.
+        :raises InvalidInput: a negative window.
+        """
+        if not callable(window):
+            if isinstance(window, bool) or not isinstance(window, (int, float)) or window < 0:
+                raise InvalidInput(f"window must be seconds >= 0, got {window!r}")
+            fixed = float(window)
+
+            def asked() -> float:
+                return fixed
+
+            return TreeViews(self._ops, self._core.clock, asked)
+        return TreeViews(self._ops, self._core.clock, window)
 
     # -- reshape and reconcile ----------------------------------------------------
     def reshape(

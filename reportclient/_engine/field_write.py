@@ -28,7 +28,13 @@ from reportclient._engine.fate import Evidence
 from reportclient._engine.guarded_write import Done, GuardedWrite
 from reportclient._gateway.gateway import Field, Gateway
 from reportclient._model.providers import ProviderTraits, ProviderWrite
-from reportclient.errors import GenerationConflict, OutcomeUnknown, PlacementUnavailable
+from reportclient.errors import (
+    GenerationConflict,
+    OutcomeUnknown,
+    PlacementError,
+    PlacementUnavailable,
+    ProviderChanged,
+)
 
 __all__ = ["TRAITS_RACE_500", "Field", "FieldWrite", "traits_race"]
 
@@ -85,6 +91,13 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
     :param start_read: ``start`` was just read; otherwise it is what the caller
         inferred (a provider it created, a field its own write left unchanged),
         and a conflict on it is a wrong guess, re-read at once, not contention.
+    :param base: a three-way write (a tree view's flush): the value the
+        caller computed its change from. Whenever the field, as read or
+        re-read after a conflict, holds neither ``base`` nor what the change
+        asks for, another writer changed it since: the write ends at once in
+        :class:`~reportclient.errors.ProviderChanged` (carrying the conflict
+        that led to the re-read), never overwriting it. :data:`NO_BASE`: an
+        ordinary field change.
     """
 
     def __init__(
@@ -99,8 +112,11 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         start: Field | None = None,
         start_read: bool = True,
         memory: ContentionMemory | None = None,
+        base: Any = None,
     ) -> None:
         super().__init__(idempotent=idempotent, memory=memory)
+        self._base = base
+        self._conflict: GenerationConflict | None = None
         self._gateway = gateway
         self._kind: type[Field] = kind
         self.uuid = uuid
@@ -149,6 +165,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
     def plan(self, current: Field, fresh: bool) -> FieldSent[Field] | Done[Field]:
         """The write to send from ``current``, or ``current`` when it already holds the change."""
         desired = self._compute(current.value)
+        self._check_base(current, desired)
         if current.holds(desired) and self._cached:
             # A snapshot from the cache proves nothing about now (another
             # writer may have changed the field since): nothing to write is
@@ -179,6 +196,25 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         self.wrote = True
         return new
 
+    def _check_base(self, current: Field, desired: Any) -> None:
+        """A three-way write's rule: ``current`` must hold its base, or already the change."""
+        if self._base is None or current.holds(self._base) or current.holds(desired):
+            return
+        conflict = self._conflict
+        where = {} if conflict is None else _request_fields(conflict)
+        raise ProviderChanged(
+            f"provider {self.uuid}'s {self._kind.ROUTE} changed since they were read "
+            f"({_show(self._base)}); Placement now holds {_show(current.value)} at generation "
+            f"{current.generation}. Nothing was written: read again and recompute",
+            state=current,
+            known=self._base,
+            **where,
+        )
+
+    def conflicted(self, sent: FieldSent[Field], exc: GenerationConflict) -> None:
+        """Keep the conflict: a three-way write that ends on it names its request."""
+        self._conflict = exc
+
     def look_after_conflict(self, sent: FieldSent[Field]) -> tuple[Field, bool] | None:
         """Re-read at once: a generation moved by allocations alone is no contention.
 
@@ -190,6 +226,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         under the policy.
         """
         state = self.fresh()
+        self._check_base(state, sent.asked)
         return state, not state.holds(sent.premise.value)
 
     def forget(self) -> None:
@@ -224,3 +261,23 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
             method="PUT",
             url=lost.url if lost is not None else None,
         )
+
+
+#: What a :class:`PlacementError` says of its request (the keywords of the same names).
+_REQUEST_FIELDS = ("status", "code", "title", "detail", "request_id", "method", "url")
+
+
+def _request_fields(exc: PlacementError) -> dict[str, Any]:
+    return {name: getattr(exc, name) for name in _REQUEST_FIELDS}
+
+
+def _show(value: Any) -> str:
+    """A field's value for a message: names sorted, inventories as totals."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(value)) + "}" if value else "nothing"
+    if isinstance(value, dict):
+        totals = ", ".join(
+            f"{rc}: {getattr(inv, 'total', inv)}" for rc, inv in sorted(value.items())
+        )
+        return "{" + totals + "}" if totals else "nothing"
+    return repr(value)

@@ -44,6 +44,7 @@ from reportclient.errors import (
     PlacementError,
     PlacementOverloaded,
     PlacementUnavailable,
+    ProviderChanged,
 )
 
 __all__ = ["RETRIABLE", "Done", "GuardedWrite", "retriable"]
@@ -60,7 +61,7 @@ RETRIABLE = (GenerationConflict, PlacementUnavailable)
 # Subclasses of the retriable kinds that end an operation: retrying them
 # would overwrite, apply a mutation twice, or spend what the client's retry
 # budget already refused.
-_TERMINAL = (ConsumerChanged, OutcomeUnknown, PlacementOverloaded)
+_TERMINAL = (ConsumerChanged, ProviderChanged, OutcomeUnknown, PlacementOverloaded)
 
 
 def retriable(exc: BaseException | None) -> bool:

@@ -147,9 +147,10 @@ class ProviderOps:
         idempotent: bool,
         start: Field | None = None,
         start_read: bool = True,
+        base: Any = None,
         global_request_id: str | None = None,
     ) -> tuple[Field, int, bool]:
-        """Run one field change under the policy.
+        """Run one field change under the policy (``base``: a three-way write, see FieldWrite).
 
         :returns: the field as Placement holds it afterwards, the number of
             requests sent, and whether a write landed.
@@ -164,6 +165,7 @@ class ProviderOps:
             start=start,
             start_read=start_read,
             memory=self._contention,
+            base=base,
         )
         return run_attempts(write, self._retry), write.requests, write.wrote
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import tenacity
@@ -98,6 +99,25 @@ def make_cached_client(
     return make_client(
         placement, cache_ttl=CACHE_TTL, clock=clock if clock is not None else FakeClock(), **kwargs
     )
+
+
+#: When :func:`backdate` says the providers were last changed.
+LONG_AGO = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def backdate(placement: EmbeddedPlacement, uuids: Iterable[str]) -> None:
+    """Make the providers look last created and changed in 2001 (their ``Last-Modified``).
+
+    The server's clock made controllable without sleeping: a tree last changed in
+    2001 is unchanged since any proof a test makes.
+    """
+    import sqlalchemy as sa
+
+    rows = sa.text(
+        "UPDATE resource_providers SET created_at = :t, updated_at = NULL WHERE uuid IN :u"
+    ).bindparams(sa.bindparam("u", expanding=True))
+    with placement._engine.begin() as conn:  # the harness's own database: a test seam
+        conn.execute(rows, {"t": LONG_AGO.replace(tzinfo=None), "u": list(uuids)})
 
 
 def wire(placement: Any) -> list[tuple[str, str, int]]:

@@ -10,29 +10,15 @@ since any proof this run makes.
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Iterable
-
 import pytest
-import sqlalchemy as sa
 
 from reportclient import ProviderSpec
 from reportclient._gateway.gateway import server_time
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement
-from tests.functional._helpers import claim, make_client, new_id, wire
+from tests.functional._helpers import LONG_AGO, backdate, claim, make_client, new_id, wire
 
 WINDOW = 300.0
-LONG_AGO = datetime.datetime(2001, 1, 1, tzinfo=datetime.timezone.utc)
-
-
-def backdate(placement: EmbeddedPlacement, uuids: Iterable[str]) -> None:
-    """Make the providers look last created and changed in 2001."""
-    rows = sa.text(
-        "UPDATE resource_providers SET created_at = :t, updated_at = NULL WHERE uuid IN :u"
-    ).bindparams(sa.bindparam("u", expanding=True))
-    with placement._engine.begin() as conn:  # the harness's own database: a test seam
-        conn.execute(rows, {"t": LONG_AGO.replace(tzinfo=None), "u": list(uuids)})
 
 
 def tree_modified(placement: EmbeddedPlacement, root: str) -> float:
