@@ -26,15 +26,24 @@ from typing import Any
 from keystoneauth1 import adapter as ks_adapter
 
 from reportclient._clients.placement import PlacementClient
-from reportclient.errors import PlacementError
+from reportclient.errors import InvalidInput, PlacementError
 from reportclient.nova._allocations import AllocationCalls, doubled_up
-from reportclient.nova._common import LOG, AggInfo, ProviderAllocInfo, TraitInfo, nova_module
+from reportclient.nova._common import (
+    ASSOCIATION_REFRESH,
+    LOG,
+    AggInfo,
+    ProviderAllocInfo,
+    TraitInfo,
+    association_refresh_option,
+    nova_module,
+)
 from reportclient.nova._common import request_id as _request_id
 from reportclient.nova._errors import fail
 from reportclient.nova._providers import ProviderCalls, specs_of
 from reportclient.nova._query import query_from_string, query_of
 
 __all__ = [
+    "ASSOCIATION_REFRESH",
     "AggInfo",
     "ProviderAllocInfo",
     "SchedulerReportClient",
@@ -61,18 +70,43 @@ class SchedulerReportClient(AllocationCalls, ProviderCalls):
         (``nova.utils.get_sdk_adapter("placement", admin=True)``, which needs nova).
     :param client: a :class:`~reportclient.PlacementClient` to use instead
         (then ``adapter`` is only used by :meth:`get` and friends).
+    :param association_refresh: seconds the provider-tree view is handed out
+        without proving it again (0: once proven, never again), as nova's
+        ``[compute] resource_provider_association_refresh``. None (the
+        default): that option, read on every call when nova is installed
+        (it is mutable), else :data:`ASSOCIATION_REFRESH`.
     """
 
     def __init__(
-        self, adapter: ks_adapter.Adapter | None = None, *, client: PlacementClient | None = None
+        self,
+        adapter: ks_adapter.Adapter | None = None,
+        *,
+        client: PlacementClient | None = None,
+        association_refresh: float | None = None,
     ) -> None:
         if client is None:
             if adapter is None:
                 adapter = self._default_adapter()
             client = PlacementClient(adapter)
+        if association_refresh is not None and (
+            isinstance(association_refresh, bool)
+            or not isinstance(association_refresh, (int, float))
+            or association_refresh < 0
+        ):
+            raise InvalidInput(
+                f"association_refresh must be seconds >= 0, got {association_refresh!r}"
+            )
         #: nova's attribute name for the Adapter its raw get/put/post/delete use.
         self._client = adapter
         self._placement = client
+        self._association_refresh = association_refresh
+        self._views = client.providers.views(window=self._refresh_window)
+
+    def _refresh_window(self) -> float:
+        """The view's window: the keyword, else nova's option (mutable: read every call)."""
+        if self._association_refresh is not None:
+            return float(self._association_refresh)
+        return association_refresh_option()
 
     @staticmethod
     def _default_adapter() -> ks_adapter.Adapter:
@@ -122,14 +156,20 @@ class SchedulerReportClient(AllocationCalls, ProviderCalls):
         """``DELETE url``: the response, whatever its status (sent once)."""
         return self._raw("DELETE", url, None, version, global_request_id)
 
-    # -- caches nova keeps and this client does not -------------------------------------------
+    # -- nova's provider cache: the view ------------------------------------------------------
     def clear_provider_cache(self, init: bool = False) -> None:
-        """Accepted for nova's callers: provider fields are trusted for ``cache_ttl`` only."""
+        """Drop every tree from the view: the next call proves each one it asks for anew."""
         if not init:
-            LOG.info("clear_provider_cache: nothing is kept beyond the client's cache_ttl")
+            LOG.info("Clearing the report client's provider cache.")
+        self._views.clear()
 
     def invalidate_resource_provider(self, name_or_uuid: str, cacheonly: bool = False) -> None:
-        """Accepted for nova's callers: a conflict re-reads, so no cache needs invalidating."""
+        """Make the provider stale; unless ``cacheonly``, drop it (and what hangs from it).
+
+        No request: the next ``get_provider_tree_and_ensure_root`` proves it again.
+        """
+        held = self._shown(name_or_uuid)
+        self._views.invalidate(held[0].uuid if held else name_or_uuid, keep=cacheonly)
 
     # -- scheduling ---------------------------------------------------------------------------
     def get_allocation_candidates(self, context: Any, resources: Any) -> tuple[Any, Any, Any]:

@@ -10,7 +10,17 @@ from typing import Any
 from reportclient._clients.placement import PlacementClient
 from reportclient._wire.ambient import GLOBAL_REQUEST_ID
 
-__all__ = ["LOG", "AggInfo", "Base", "ProviderAllocInfo", "TraitInfo", "nova_module", "request_id"]
+__all__ = [
+    "ASSOCIATION_REFRESH",
+    "LOG",
+    "AggInfo",
+    "Base",
+    "ProviderAllocInfo",
+    "TraitInfo",
+    "association_refresh_option",
+    "nova_module",
+    "request_id",
+]
 
 LOG = logging.getLogger("reportclient.nova")
 
@@ -39,6 +49,23 @@ def nova_module(name: str) -> Any:
         nova's own objects (a ``ProviderTree``) need it.
     """
     return importlib.import_module(name)
+
+
+#: nova's ``[compute] resource_provider_association_refresh`` default (seconds).
+ASSOCIATION_REFRESH = 300.0
+
+
+def association_refresh_option() -> float:
+    """nova's ``[compute] resource_provider_association_refresh`` now, else its default.
+
+    Read on every call: the option is mutable (a SIGHUP changes it in a
+    running nova-compute). Without nova installed, :data:`ASSOCIATION_REFRESH`.
+    """
+    try:
+        conf = nova_module("nova.conf").CONF
+    except ImportError:
+        return ASSOCIATION_REFRESH
+    return float(conf.compute.resource_provider_association_refresh)
 
 
 class Base:

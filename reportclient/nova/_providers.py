@@ -1,26 +1,32 @@
 """The provider calls of nova's ``SchedulerReportClient``, on reportclient's engine.
 
-nova keeps a ``ProviderTree`` cache of what it believes Placement holds and
-writes each field with the generation of that cache; a conflict clears the
-cache and the resource tracker tries again at its next period. Here every
-field write reads (or trusts for the client's ``cache_ttl``) the field it
-changes and recomputes after a conflict, so ``update_from_provider_tree``
-converges in one call. nova's objects are read by their public interface
-only: a ``ProviderTree``'s ``get_provider_uuids()`` and ``data(uuid)``
-(``uuid``, ``name``, ``generation``, ``parent_uuid``, ``inventory``,
-``traits``, ``aggregates``), and a compute node's ``uuid``.
+nova keeps a ``ProviderTree`` cache of what it believes Placement holds,
+hands out copies of it to its resource tracker, and flushes the tree the
+tracker hands back by writing only what differs from the cache, at the
+cache's generations. Here that cache is a library view
+(:class:`~reportclient.TreeViews`): kept from what the gateway proved, so
+the answers that invalidate the client's caches invalidate it too, and
+flushed three-way, so another writer's aggregate or trait written after the
+tree was read is never removed (:mod:`reportclient._engine.tree_views`).
+nova's objects are read by their public interface only: a ``ProviderTree``'s
+``get_provider_uuids()`` and ``data(uuid)`` (``uuid``, ``name``,
+``generation``, ``parent_uuid``, ``inventory``, ``traits``, ``aggregates``),
+and a compute node's ``uuid``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NoReturn
 
+from reportclient._engine.tree_views import SHARES_VIA_AGGREGATE, TreeViews
 from reportclient._gateway import routes
 from reportclient._model.provider_tree import ProviderSpec
-from reportclient._model.providers import Inventory, ResourceProvider
-from reportclient._model.reshape import Reshape, ReshapeState
+from reportclient._model.providers import ResourceProvider
+from reportclient._model.tree_view import TreeView
 from reportclient.errors import (
+    DuplicateName,
     GenerationConflict,
     InventoryInUse,
     PlacementError,
@@ -30,10 +36,7 @@ from reportclient.errors import (
 from reportclient.nova._common import LOG, Base, TraitInfo, nova_module, request_id
 from reportclient.nova._errors import fail
 
-__all__ = ["SHARES_VIA_AGGREGATE", "ProviderCalls", "specs_of"]
-
-#: The trait of a provider that shares its inventory with its aggregates' members.
-SHARES_VIA_AGGREGATE = "MISC_SHARES_VIA_AGGREGATE"
+__all__ = ["SHARES_VIA_AGGREGATE", "ProviderCalls", "provider_tree_of", "specs_of"]
 
 
 def specs_of(tree: Any, *, inventories: bool = True) -> list[ProviderSpec]:
@@ -52,6 +55,31 @@ def specs_of(tree: Any, *, inventories: bool = True) -> list[ProviderSpec]:
             )
         )
     return specs
+
+
+def provider_tree_of(view: TreeView) -> Any:
+    """A new nova ``ProviderTree`` holding ``view``: each provider at the generation it was proven.
+
+    Needs nova (the type is nova's).
+    """
+    tree = nova_module("nova.compute.provider_tree").ProviderTree()
+    for p in view:
+        if p.parent is None:
+            tree.new_root(p.name, p.uuid, generation=p.generation)
+        else:
+            tree.new_child(p.name, p.parent, uuid=p.uuid, generation=p.generation)
+        inventory = {rc: inv.to_json() for rc, inv in p.inventories.items()}
+        tree.update_inventory(p.uuid, inventory, generation=p.generation)
+        tree.update_traits(p.uuid, p.traits, generation=p.generation)
+        tree.update_aggregates(p.uuid, p.aggregates, generation=p.generation)
+    return tree
+
+
+def _conflict_generation(exc: GenerationConflict, views: TreeViews, uuid: str) -> int:
+    """The generation nova's conflict names: the provider's as the view last recorded it."""
+    del exc
+    record = next((rp for rp, _sharing in views.shown() if rp.uuid == uuid), None)
+    return record.generation if record is not None else -1
 
 
 #: The keys nova's ``populate_from_iterable`` and its callers read from a
@@ -87,6 +115,9 @@ def _field_failure(
 class ProviderCalls(Base):
     """Providers, their fields and trees, as nova calls them."""
 
+    #: The view of the trees this client keeps (nova's ``_provider_tree``).
+    _views: TreeViews
+
     # -- reads ------------------------------------------------------------------------
     def get_provider_traits(self, context: Any, rp_uuid: str) -> Any:
         """``TraitInfo(traits=set, generation=int)``.
@@ -102,15 +133,36 @@ class ProviderCalls(Base):
         return TraitInfo(traits=set(got.traits), generation=got.generation)
 
     def get_resource_provider_name(self, context: Any, uuid: str) -> str:
-        """The provider's name, read from Placement.
+        """The provider's name: the view's when it holds the provider, else read from Placement.
 
         :raises ResourceProviderNotFound: it does not exist.
+        :raises ResourceProviderRetrievalFailed: Placement answered with another error.
         """
+        held = self._shown(uuid)
+        if held:
+            return held[0].name
         try:
             rp = self._placement.providers.get_provider(uuid, global_request_id=request_id(context))
         except ProviderNotFound as exc:
             fail("ResourceProviderNotFound", exc, name_or_uuid=uuid)
+        except PlacementError as exc:
+            fail("ResourceProviderRetrievalFailed", exc, uuid=uuid)
         return rp.name
+
+    def _shown(self, name_or_uuid: str) -> list[ResourceProvider]:
+        """The provider the view holds by that name or uuid, then its descendants; [] if none.
+
+        nova's ``ProviderTree.get_provider_uuids(name_or_uuid)``, from the
+        gateway's records (no request).
+        """
+        shown = [rp for rp, _sharing in self._views.shown()]
+        found = [rp for rp in shown if name_or_uuid in (rp.uuid, rp.name)][:1]
+        inside = {rp.uuid for rp in found}
+        for rp in shown:  # parents first
+            if rp.parent_provider_uuid in inside and rp.uuid not in inside:
+                inside.add(rp.uuid)
+                found.append(rp)
+        return found
 
     def get_providers_in_tree(self, context: Any, uuid: str) -> list[dict[str, Any]]:
         """Every provider of ``uuid``'s tree as a dict; [] when there is none.
@@ -141,67 +193,22 @@ class ProviderCalls(Base):
             )
         return _provider_dict(rps[0])
 
-    # -- trees -------------------------------------------------------------------------
-    def _ensure(self, context: Any, rp_uuid: str, name: str | None, parent: str | None) -> None:
-        rid = request_id(context)
+    # -- trees: nova's ProviderTree cache, as a view kept by the library --------------------
+    def _tree_failure(self, exc: PlacementError, rp_uuid: str, name: str | None) -> NoReturn:
+        """nova's error for ensuring a provider's tree: its creation, or reading it."""
+        if isinstance(exc, DuplicateName) or exc.method == "POST":
+            fail("ResourceProviderCreationFailed", exc, name=name or rp_uuid)
+        fail("ResourceProviderRetrievalFailed", exc, uuid=rp_uuid)
+
+    def _ensured(
+        self, context: Any, rp_uuid: str, name: str | None, parent: str | None
+    ) -> TreeView:
         try:
-            self._placement.providers.get_provider(rp_uuid, global_request_id=rid)
-        except ProviderNotFound:
-            try:
-                self._placement.providers.create_provider(
-                    name or rp_uuid,
-                    uuid=rp_uuid,
-                    parent_provider_uuid=parent,
-                    global_request_id=rid,
-                )
-            except PlacementError as exc:
-                fail("ResourceProviderCreationFailed", exc, name=name or rp_uuid)
-
-    def _tree(self, context: Any, rp_uuid: str) -> Any:
-        """A new nova ``ProviderTree`` of ``rp_uuid``'s tree as Placement has it.
-
-        As nova's, it also holds the sharing providers (trait
-        ``MISC_SHARES_VIA_AGGREGATE``) of the tree's aggregates, as roots.
-        """
-        tree = nova_module("nova.compute.provider_tree").ProviderTree()
-        rid = request_id(context)
-        providers = self._placement.providers
-        rps = providers.list_providers(in_tree=rp_uuid, global_request_id=rid)
-        tree.populate_from_iterable([_provider_dict(rp) for rp in rps])
-        aggregates = self._fill(tree, rps, rid)
-        if aggregates:
-            sharing = [
-                rp
-                for rp in providers.list_providers(
-                    member_of=sorted(aggregates),
-                    required=[SHARES_VIA_AGGREGATE],
-                    global_request_id=rid,
-                )
-                if not tree.exists(rp.uuid) and rp.parent_provider_uuid is None
-            ]
-            tree.populate_from_iterable([_provider_dict(rp) for rp in sharing])
-            self._fill(tree, sharing, rid)
-        return tree
-
-    def _fill(self, tree: Any, rps: Iterable[ResourceProvider], rid: str | None) -> set[str]:
-        """Read each provider's fields into ``tree``; the aggregates they are in."""
-        providers = self._placement.providers
-        seen: set[str] = set()
-        for rp in rps:
-            inventories = providers.get_inventories(rp.uuid, global_request_id=rid)
-            traits = providers.get_traits(rp.uuid, global_request_id=rid)
-            aggregates = providers.get_aggregates(rp.uuid, global_request_id=rid)
-            tree.update_inventory(
-                rp.uuid,
-                {rc: inv.to_json() for rc, inv in inventories.inventories.items()},
-                generation=inventories.generation,
+            return self._views.ensure(
+                rp_uuid, name=name, parent=parent, request_id=request_id(context)
             )
-            tree.update_traits(rp.uuid, set(traits.traits), generation=traits.generation)
-            tree.update_aggregates(
-                rp.uuid, set(aggregates.aggregates), generation=aggregates.generation
-            )
-            seen.update(aggregates.aggregates)
-        return seen
+        except PlacementError as exc:
+            self._tree_failure(exc, rp_uuid, name)
 
     def get_provider_tree_and_ensure_root(
         self,
@@ -211,12 +218,20 @@ class ProviderCalls(Base):
         name: str | None = None,
         parent_provider_uuid: str | None = None,
     ) -> Any:
-        """A new nova ``ProviderTree`` of ``rp_uuid``'s tree, creating ``rp_uuid`` if missing.
+        """A copy of the view (every tree this client keeps), ``rp_uuid``'s proven and ensured.
 
-        Needs nova (it returns nova's object).
+        nova's: no request while every provider of ``rp_uuid``'s tree was
+        proven within ``[compute] resource_provider_association_refresh``;
+        past it, one listing and one sharing-provider query prove it again,
+        and only the fields they cannot prove are read (nova reads them all).
+        ``rp_uuid`` is created when Placement has no such provider. Needs
+        nova (it returns nova's ``ProviderTree``).
+
+        :raises ResourceProviderCreationFailed: ``rp_uuid`` could not be created.
+        :raises ResourceProviderRetrievalFailed: its tree could not be read.
         """
-        self._ensure(context, rp_uuid, name, parent_provider_uuid)
-        return self._tree(context, rp_uuid)
+        view = self._ensured(context, rp_uuid, name, parent_provider_uuid)
+        return provider_tree_of(view)
 
     def get_provider_subtree_and_ensure_root(
         self,
@@ -226,71 +241,110 @@ class ProviderCalls(Base):
         name: str | None = None,
         parent_provider_uuid: str | None = None,
     ) -> Any:
-        """As :meth:`get_provider_tree_and_ensure_root`, scoped to the subtree at ``rp_uuid``."""
-        self._ensure(context, rp_uuid, name, parent_provider_uuid)
-        return self._tree(context, rp_uuid).subtree(rp_uuid)
+        """As :meth:`get_provider_tree_and_ensure_root`, the subtree at ``rp_uuid`` only.
+
+        :raises ValueError: ``rp_uuid`` is not a root (as nova's ``subtree``).
+        """
+        view = self._ensured(context, rp_uuid, name, parent_provider_uuid)
+        return provider_tree_of(view).subtree(rp_uuid)
 
     def update_from_provider_tree(
         self, context: Any, new_tree: Any, allocations: Mapping[str, Any] | None = None
     ) -> None:
-        """Make Placement hold ``new_tree``: providers, inventories, traits, aggregates.
+        """Flush what ``new_tree`` changes against the view, as nova's client does.
 
-        Providers of the described trees that ``new_tree`` no longer has are
-        deleted (a ``ProviderSubTree`` deletes nothing outside itself and
-        nothing inside it either: its scope is all it describes). With
-        ``allocations`` (``{consumer: {"allocations": {rp: {"resources": ...}}}}``)
-        inventories and those allocations move together in one
-        ``POST /reshaper``, recomputed after a conflict.
+        Providers the view lacks are created, providers of the view (within
+        a ``ProviderSubTree``'s scope) that ``new_tree`` lacks are deleted,
+        and each inventory, aggregate set and trait set that differs from
+        the view is written at the generation the view proved it at. A
+        conflict reads that field again: when it still holds what the view
+        showed, the write goes ahead from there (an allocation moved the
+        generation, nothing else); when another writer changed it, nothing
+        is written and nova's conflict is raised, so nova's tracker reads a
+        fresh tree. With ``allocations``, inventories and allocations move
+        in one ``POST /reshaper`` at ``new_tree``'s generations.
 
-        :raises ResourceProviderUpdateConflict: a field kept changing under the policy.
-        :raises ResourceProviderSyncFailed: Placement refused a change.
-        :raises ReshapeFailed: the reshape failed.
+        :raises ResourceProviderUpdateConflict: another writer changed a
+            field to write since the view showed it.
+        :raises InventoryInUse: an inventory to remove or shrink is allocated.
+        :raises PlacementReshapeConflict: the reshape met a moved generation
+            (the whole view is dropped, as nova clears its cache).
+        :raises ReshapeFailed: Placement refused the reshape.
+        :raises ResourceProviderSyncFailed: any other refusal.
         """
         rid = request_id(context)
-        providers = self._placement.providers
-        scoped = hasattr(new_tree, "scope_rp_uuid")
+        views = self._views
+        specs = specs_of(new_tree)
+        scope = getattr(new_tree, "scope_rp_uuid", None)
         try:
-            if allocations is not None:
-                # Providers first (no inventory yet), then inventories and
-                # allocations together, then what the reshape left to delete.
-                providers.reconcile(
-                    specs_of(new_tree, inventories=False), merge=True, global_request_id=rid
-                )
-                self._reshape_to(new_tree, allocations, rid)
-            providers.reconcile(specs_of(new_tree), merge=scoped, global_request_id=rid)
-        except GenerationConflict as exc:
-            fail("ResourceProviderUpdateConflict", exc, uuid="", generation=-1, error=str(exc))
+            plan = views.plan(specs, scope=scope, request_id=rid)
         except PlacementError as exc:
             fail("ResourceProviderSyncFailed", exc)
+        with self._syncing(scope or (specs[0].uuid if specs else "")):
+            views.create(plan, request_id=rid)
+        if allocations is not None:
+            # A provider the tree added carries no generation (nova stuffs the
+            # created one in); the view's is used for those.
+            generations = {
+                uuid: gen
+                for uuid in new_tree.get_provider_uuids()
+                if (gen := new_tree.data(uuid).generation) is not None
+            }
+            self._flush_reshape(plan, generations, allocations, rid)
+        with self._syncing(scope or (specs[0].uuid if specs else "")):
+            views.delete(plan, request_id=rid)
+        for spec in reversed(plan.described):
+            with self._syncing(spec.uuid):
+                views.write(plan, spec.uuid, request_id=rid)
 
-    def _reshape_to(self, new_tree: Any, allocations: Mapping[str, Any], rid: str | None) -> None:
-        wanted: dict[str, dict[str, Inventory]] = {}
-        for uuid in new_tree.get_provider_uuids():
-            data = new_tree.data(uuid)
-            wanted[uuid] = {rc: Inventory.of(inv) for rc, inv in data.inventory.items()}
-            if data.parent_uuid is None:
-                # A provider the tree dropped loses its inventory in the same
-                # reshape (its allocations must move with it), as in nova.
-                for rp in self._placement.providers.list_providers(
-                    in_tree=uuid, global_request_id=rid
-                ):
-                    wanted.setdefault(rp.uuid, {})
-        target = {
-            consumer: {rp: dict(entry["resources"]) for rp, entry in record["allocations"].items()}
-            for consumer, record in allocations.items()
-        }
+    @contextlib.contextmanager
+    def _syncing(self, rp_uuid: str) -> Iterator[None]:
+        """nova's ``catch_all``: its errors for a flush step, the tree around ``rp_uuid`` dropped.
 
-        classes = {rc for invs in wanted.values() for rc in invs}
-        classes.update(rc for allocs in target.values() for res in allocs.values() for rc in res)
-        for rc in sorted(classes):
-            if rc.startswith("CUSTOM_"):
-                self._placement.providers.ensure_resource_class(rc, global_request_id=rid)
-
-        def compute(_state: ReshapeState) -> Reshape:
-            return Reshape(inventories=wanted, allocations=target)
-
+        A conflict is nova's ``ResourceProviderUpdateConflict`` (its tracker
+        reads a fresh tree and flushes again), ``InventoryInUse`` is raised
+        as nova's own, anything else Placement refused is
+        ``ResourceProviderSyncFailed``.
+        """
         try:
-            self._placement.providers.reshape(wanted, target, compute, global_request_id=rid)
+            yield
+        except InventoryInUse as exc:
+            fail("InventoryInUse", exc, str(exc.detail or exc))
+        except GenerationConflict as exc:
+            self._drop_tree(rp_uuid)
+            fail(
+                "ResourceProviderUpdateConflict",
+                exc,
+                uuid=rp_uuid,
+                generation=_conflict_generation(exc, self._views, rp_uuid),
+                error=str(exc),
+            )
+        except PlacementError as exc:
+            self._drop_tree(rp_uuid)
+            fail("ResourceProviderSyncFailed", exc)
+
+    def _drop_tree(self, rp_uuid: str) -> None:
+        """Drop the tree ``rp_uuid`` is in from the view, as nova clears its cache for it."""
+        shown = {rp.uuid: rp for rp, _sharing in self._views.shown()}
+        found = shown.get(rp_uuid)
+        while found is not None and found.parent_provider_uuid in shown:
+            found = shown[found.parent_provider_uuid]
+        self._views.invalidate(found.uuid if found is not None else rp_uuid)
+
+    def _flush_reshape(
+        self,
+        plan: Any,
+        generations: Mapping[str, int],
+        allocations: Mapping[str, Any],
+        rid: str | None,
+    ) -> None:
+        try:
+            self._views.reshape(plan, generations, allocations, request_id=rid)
+        except GenerationConflict as exc:
+            # The allocations were computed from what nova read: nova reads
+            # again (its tracker redrives), so nothing of the view is kept.
+            self._views.clear()
+            fail("PlacementReshapeConflict", exc, error=str(exc))
         except PlacementError as exc:
             fail("ReshapeFailed", exc, error=str(exc))
 
@@ -414,20 +468,27 @@ class ProviderCalls(Base):
             fail("ResourceProviderDeletionFailed", exc, uuid=compute_node.uuid)
 
     def get_allocations_for_provider_tree(self, context: Any, nodename: str) -> dict[str, Any]:
-        """``{consumer: get_allocs_for_consumer(...)}`` for every consumer in the node's tree.
+        """``{consumer: get_allocs_for_consumer(...)}`` for every consumer of the node's providers.
 
-        :raises ValueError: no provider is named ``nodename`` (as nova).
+        As nova's, the view alone says which providers are the node's (the
+        node and what hangs from it): one read per provider, then one per
+        consumer found.
+
+        :raises ValueError: the view holds no provider of that name (as nova).
+        :raises ResourceProviderAllocationRetrievalFailed: a provider's read failed.
         """
-        rid = request_id(context)
-        providers = self._placement.providers
-        named = providers.list_providers(name=nodename, global_request_id=rid)
-        if not named:
-            raise ValueError(f"No provider with name {nodename!r}")
-        root = named[0].root_provider_uuid or named[0].uuid
+        held = self._shown(nodename)
+        if not held:
+            raise ValueError(f"No such provider {nodename}")
         consumers: set[str] = set()
-        for held in providers.get_tree_allocations(root, global_request_id=rid).values():
-            consumers.update(held.allocations)
-        return {c: self.get_allocs_for_consumer(context, c) for c in consumers}
+        for rp in held:
+            consumers.update(
+                self.get_allocations_for_resource_provider(context, rp.uuid).allocations
+            )
+        return {c: self.get_allocs_for_consumer(context, c) for c in sorted(consumers)}
+
+    def get_allocations_for_resource_provider(self, context: Any, rp_uuid: str) -> Any:
+        raise NotImplementedError  # provided by AllocationCalls
 
     def get_allocs_for_consumer(self, context: Any, consumer: str) -> dict[str, Any]:
         raise NotImplementedError  # provided by AllocationCalls

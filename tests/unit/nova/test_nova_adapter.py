@@ -60,7 +60,7 @@ class FakeProviderData:
 
 
 class FakeProviderTree:
-    """nova's ProviderTree as update_from_provider_tree reads it (parents first)."""
+    """nova's ProviderTree as the adapter reads and builds it (parents first)."""
 
     def __init__(self, *providers: FakeProviderData) -> None:
         self._providers = {p.uuid: p for p in providers}
@@ -70,6 +70,55 @@ class FakeProviderTree:
 
     def data(self, uuid: str) -> FakeProviderData:
         return self._providers[uuid]
+
+    def exists(self, uuid: str) -> bool:
+        return uuid in self._providers
+
+    def new_root(self, name: str, uuid: str, generation: int | None = None) -> str:
+        self._providers[uuid] = FakeProviderData(uuid, name, None, generation=generation)
+        return uuid
+
+    def new_child(
+        self, name: str, parent: str, uuid: str | None = None, generation: int | None = None
+    ) -> str:
+        uuid = uuid or new_id()
+        self._providers[uuid] = FakeProviderData(uuid, name, parent, generation=generation)
+        return uuid
+
+    def update_inventory(
+        self, uuid: str, inventory: dict[str, Any], generation: int | None = None
+    ) -> None:
+        self._providers[uuid].inventory = dict(inventory)
+        if generation is not None:
+            self._providers[uuid].generation = generation
+
+    def update_traits(self, uuid: str, traits: Any, generation: int | None = None) -> None:
+        self._providers[uuid].traits = set(traits)
+        if generation is not None:
+            self._providers[uuid].generation = generation
+
+    def update_aggregates(self, uuid: str, aggs: Any, generation: int | None = None) -> None:
+        self._providers[uuid].aggregates = set(aggs)
+        if generation is not None:
+            self._providers[uuid].generation = generation
+
+    def subtree(self, uuid: str) -> FakeProviderTree:
+        inside, kept = {uuid}, []
+        for p in self._providers.values():
+            if p.uuid == uuid or p.parent_uuid in inside:
+                inside.add(p.uuid)
+                kept.append(p)
+        sub = FakeProviderTree(*kept)
+        sub.scope_rp_uuid = uuid  # type: ignore[attr-defined]
+        return sub
+
+
+@pytest.fixture
+def nova_tree_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nova.compute.provider_tree`` holding the stand-in, as nova is not installed here."""
+    module = types.ModuleType("nova.compute.provider_tree")
+    module.ProviderTree = FakeProviderTree  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nova.compute.provider_tree", module)
 
 
 @dataclass
@@ -350,25 +399,174 @@ def test_update_from_provider_tree_deletes_a_provider_the_tree_dropped(
     assert [p["uuid"] for p in nova.get_providers_in_tree(ctx, root)] == [root]
 
 
-def test_update_from_provider_tree_with_allocations_reshapes_them_together(
+@pytest.mark.usefixtures("nova_tree_module")
+def test_a_reshape_moves_inventories_and_allocations_together_from_novas_reads(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext
 ) -> None:
     root, child = new_id(), new_id()
-    before = FakeProviderTree(
-        FakeProviderData(root, "cn1", None, {"VCPU": {"total": 8}}),
-        FakeProviderData(child, "cn1-numa0", root),
+    nova.update_from_provider_tree(
+        ctx,
+        FakeProviderTree(
+            FakeProviderData(root, "cn1", None, {"VCPU": {"total": 8}}),
+            FakeProviderData(child, "cn1-numa0", root),
+        ),
     )
-    nova.update_from_provider_tree(ctx, before)
     consumer = new_id()
     fake.put_allocations(consumer, {root: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
-    after = FakeProviderTree(
-        FakeProviderData(root, "cn1", None, {}),
-        FakeProviderData(child, "cn1-numa0", root, {"VCPU": {"total": 8}}),
-    )
-    moved = {consumer: {"allocations": {child: {"resources": {"VCPU": 2}}}}}
-    nova.update_from_provider_tree(ctx, after, allocations=moved)
+    nova.clear_provider_cache()  # the allocation moved the root: as nova's tests, read anew
+    tree = nova.get_provider_tree_and_ensure_root(ctx, root)
+    allocations = nova.get_allocations_for_provider_tree(ctx, "cn1")
+    tree.update_inventory(root, {})
+    tree.update_inventory(child, {"VCPU": {"total": 8}})
+    allocations[consumer]["allocations"] = {child: {"resources": {"VCPU": 2}}}
+
+    nova.update_from_provider_tree(ctx, tree, allocations=allocations)
+
     assert fake.allocations(consumer) == {child: {"VCPU": 2}}
     assert fake.inventory(root) == {}
+
+
+@pytest.mark.usefixtures("nova_tree_module")
+def test_a_reshape_computed_before_another_allocation_is_a_conflict_and_drops_the_view(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext
+) -> None:
+    root, child = new_id(), new_id()
+    nova.update_from_provider_tree(
+        ctx,
+        FakeProviderTree(
+            FakeProviderData(root, "cn1", None, {"VCPU": {"total": 8}}),
+            FakeProviderData(child, "cn1-numa0", root),
+        ),
+    )
+    tree = nova.get_provider_tree_and_ensure_root(ctx, root)
+    allocations = nova.get_allocations_for_provider_tree(ctx, "cn1")
+    fake.put_allocations(new_id(), {root: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    tree.update_inventory(root, {})
+    tree.update_inventory(child, {"VCPU": {"total": 8}})
+
+    with pytest.raises(reportclient.GenerationConflict):  # nova's PlacementReshapeConflict
+        nova.update_from_provider_tree(ctx, tree, allocations=allocations)
+
+    assert fake.inventory(root)["VCPU"].total == 8  # nothing replayed
+    with pytest.raises(ValueError):  # the view was dropped: nova's cache is cleared too
+        nova.get_allocations_for_provider_tree(ctx, "cn1")
+
+
+def tracker_period(
+    nova: SchedulerReportClient, ctx: FakeContext, root: str, **changes: Any
+) -> FakeProviderTree:
+    """One period of nova's resource tracker: the tree, the driver's changes, the flush."""
+    tree = nova.get_provider_tree_and_ensure_root(ctx, root, name="cn1")
+    for name, value in changes.items():
+        getattr(tree, f"update_{name}")(root, value)
+    nova.update_from_provider_tree(ctx, tree)
+    assert isinstance(tree, FakeProviderTree)
+    return tree
+
+
+@pytest.mark.usefixtures("nova_tree_module")
+def test_a_steady_tracker_period_inside_the_window_sends_nothing(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext
+) -> None:
+    root, agg = new_id(), new_id()
+    tracker_period(nova, ctx, root, inventory={"VCPU": {"total": 8}}, aggregates={agg})
+    fake.reset_requests()
+
+    tree = tracker_period(nova, ctx, root, inventory={"VCPU": {"total": 8}})
+
+    assert fake.requests == []
+    assert tree.data(root).aggregates == {agg}
+    assert tree.data(root).generation == fake.provider_generation(root)
+
+
+@pytest.mark.usefixtures("nova_tree_module")
+def test_an_aggregate_another_writer_added_after_the_tree_was_read_survives_the_flush(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext
+) -> None:
+    root, ours, theirs = new_id(), new_id(), new_id()
+    tracker_period(nova, ctx, root, inventory={"VCPU": {"total": 8}}, aggregates={ours})
+    tree = nova.get_provider_tree_and_ensure_root(ctx, root)
+    other = SchedulerReportClient(client=make_client(fake, microversion="1.39"))
+    other.aggregate_add_host(ctx, theirs, rp_uuid=root)  # nova-api, meanwhile
+    tree.update_inventory(root, {"VCPU": {"total": 16}})
+
+    nova.update_from_provider_tree(ctx, tree)
+
+    assert fake.aggregates(root) == {ours, theirs}
+    assert fake.inventory(root)["VCPU"].total == 16
+
+
+@pytest.mark.usefixtures("nova_tree_module")
+def test_a_trait_changed_by_another_writer_makes_the_flush_of_traits_novas_conflict(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext
+) -> None:
+    root = new_id()
+    tracker_period(nova, ctx, root, traits={"HW_CPU_X86_AVX2"})
+    tree = nova.get_provider_tree_and_ensure_root(ctx, root)
+    fake.set_traits(root, {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"})  # an operator
+    tree.update_traits(root, {"HW_CPU_X86_AVX2", "COMPUTE_STATUS_DISABLED"})
+
+    with pytest.raises(reportclient.ProviderChanged):  # nova's ResourceProviderUpdateConflict
+        nova.update_from_provider_tree(ctx, tree)
+
+    assert fake.traits(root) == {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"}
+    again = nova.get_provider_tree_and_ensure_root(ctx, root)  # the tracker's redrive
+    assert again.data(root).traits == {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"}
+
+
+@pytest.mark.usefixtures("nova_tree_module")
+def test_the_association_refresh_keyword_is_the_views_window(
+    fake: FakePlacement, ctx: FakeContext
+) -> None:
+    clock = FakeClock()
+    client = make_client(fake, microversion="1.39", clock=clock)
+    nova = SchedulerReportClient(client=client, association_refresh=60)
+    root = new_id()
+    nova.get_provider_tree_and_ensure_root(ctx, root, name="cn1")
+    clock.advance(60)
+    fake.reset_requests()
+    nova.get_provider_tree_and_ensure_root(ctx, root)
+    assert fake.requests == []
+    clock.advance(1)
+    nova.get_provider_tree_and_ensure_root(ctx, root)
+    assert fake.requests[0].method == "GET" and fake.requests[0].path.startswith(
+        "/resource_providers?in_tree="
+    )
+
+
+@pytest.mark.parametrize("refresh", [-1, "300", True])
+def test_a_bad_association_refresh_is_refused(fake: FakePlacement, refresh: object) -> None:
+    with pytest.raises(reportclient.InvalidInput):
+        SchedulerReportClient(client=make_client(fake), association_refresh=refresh)  # type: ignore[arg-type]
+
+
+def test_without_nova_the_window_is_novas_default(fake: FakePlacement) -> None:
+    from reportclient.nova import ASSOCIATION_REFRESH
+
+    nova = SchedulerReportClient(client=make_client(fake))
+    assert nova._refresh_window() == ASSOCIATION_REFRESH == 300.0
+
+
+@pytest.mark.usefixtures("nova_tree_module")
+def test_clear_and_invalidate_drop_the_view_without_a_request(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext
+) -> None:
+    root, child = new_id(), new_id()
+    nova.update_from_provider_tree(
+        ctx,
+        FakeProviderTree(
+            FakeProviderData(root, "cn1", None), FakeProviderData(child, "cn1-numa0", root)
+        ),
+    )
+    fake.reset_requests()
+    assert nova.get_resource_provider_name(ctx, child) == "cn1-numa0"  # from the view
+    nova.invalidate_resource_provider("cn1-numa0")
+    nova.clear_provider_cache()
+    assert fake.requests == []
+    with pytest.raises(ValueError):
+        nova.get_allocations_for_provider_tree(ctx, "cn1")
+    tree = nova.get_provider_tree_and_ensure_root(ctx, root)
+    assert tree.get_provider_uuids() == [root, child]
 
 
 def test_set_traits_for_provider_with_a_stale_generation_is_a_conflict(
