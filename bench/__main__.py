@@ -15,6 +15,10 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("bench.run", "workloads 1-7; --placement mariadb|postgresql, --shared, --galera"),
     "fleet": ("bench.fleet", "compute agents at fleet scale, and writers starved by claims"),
+    "tracker": (
+        "bench.tracker",
+        "nova's resource tracker per period, nova's client beside the adapter",
+    ),
     "surface": ("bench.surface", "moves, allocation candidates and reconcile beside nova"),
     "saturation": ("bench.saturation", "claims at 0.5x-2x capacity beside provider writers (37)"),
     "overlap": ("bench.overlap", "two threads of one client overlap on a consumer (issue 35)"),

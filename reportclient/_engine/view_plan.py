@@ -13,15 +13,19 @@ function here, tabled in ``tests/unit/engine/test_view_plan.py``:
   cached at the generation the listing shows, in a tree whose newest change
   (the listing's ``Last-Modified``) predates the field's proof, holds what
   was proven (:func:`~.reconcile_plan.unchanged_since`): *keep* it. Cached
-  at that generation in a tree that changed since (an allocation on a
-  sibling, or this provider deleted and re-created under its uuid and back
-  at the same generation): *check* it against the provider's own
-  ``Last-Modified`` (one ``GET /resource_providers/{uuid}`` proves all its
-  fields at once, so it is asked only when it saves a read:
-  :func:`ask_provider`). Cached at another generation, in doubt, or not at
-  all: *read* it. The generation moves on every allocation too, and nothing
-  Placement answers tells an allocation from a field write without reading
-  the field: that is the read's price.
+  at that generation in a tree that changed well after the proof (more
+  than the margin: an allocation on a sibling, or this provider deleted and
+  re-created under its uuid and back at the same generation): *check* it
+  against the provider's own ``Last-Modified`` (one ``GET
+  /resource_providers/{uuid}`` proves all its fields at once, so it is
+  asked only when it saves a read: :func:`ask_provider`). Cached at another
+  generation, in doubt, not at all, or in a tree whose last change is
+  within the margin of the proof (most often the change the proof itself
+  saw, this client's own write, which the provider's time cannot tell from
+  a re-creation either): *read* it. After that read, a quiet tree is kept
+  by its listing alone. The generation moves on every allocation too, and
+  nothing Placement answers tells an allocation from a field write without
+  reading the field: that is the read's price.
 * **One generation per provider** (:class:`~reportclient.ProviderView`): the
   newest its fields were proven at, as nova's cache keeps one. Each field
   keeps its own underneath: a flush writes a field at the generation its
@@ -40,7 +44,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reportclient._engine.reconcile_plan import unchanged_since
+from reportclient._engine.reconcile_plan import PROOF_MARGIN, unchanged_since
 from reportclient._gateway.gateway import Snapshot
 from reportclient._model.provider_tree import ProviderSpec
 from reportclient._model.providers import ProviderAggregates, ProviderInventories, ProviderTraits
@@ -94,9 +98,18 @@ def field_proof(
     proves of a field cached at ``cached`` = (generation, server time of its proof)."""
     if cached is None or cached[0] != listed:
         return Proof.READ
-    if unchanged_since(cached[1], modified):
+    proven = cached[1]
+    if unchanged_since(proven, modified):
         return Proof.KEEP
-    return Proof.CHECK
+    if proven is not None and modified is not None and modified > proven + PROOF_MARGIN:
+        # The tree changed well after the proof: a sibling's allocation, say. The
+        # provider's own Last-Modified may still predate the proof.
+        return Proof.CHECK
+    # The tree's last change is within the margin of the proof (or a time is
+    # unknown): most often the change that proof saw, this provider's own (a
+    # write answered with its content), which its own Last-Modified cannot
+    # tell from a re-creation either. Only a read settles it.
+    return Proof.READ
 
 
 def ask_provider(proofs: Iterable[Proof]) -> bool:

@@ -304,14 +304,16 @@ class ProviderCalls(Base):
         A conflict is nova's ``ResourceProviderUpdateConflict`` (its tracker
         reads a fresh tree and flushes again), ``InventoryInUse`` is raised
         as nova's own, anything else Placement refused is
-        ``ResourceProviderSyncFailed``.
+        ``ResourceProviderSyncFailed``. nova clears its cache for the tree
+        on either; the view is dropped on a refusal only: a conflict already
+        read again the field it was about (the view holds it as Placement
+        does now), and everything else the view holds is as proven as it was.
         """
         try:
             yield
         except InventoryInUse as exc:
             fail("InventoryInUse", exc, str(exc.detail or exc))
         except GenerationConflict as exc:
-            self._drop_tree(rp_uuid)
             fail(
                 "ResourceProviderUpdateConflict",
                 exc,

@@ -120,6 +120,22 @@ def backdate(placement: EmbeddedPlacement, uuids: Iterable[str]) -> None:
         conn.execute(rows, {"t": LONG_AGO.replace(tzinfo=None), "u": list(uuids)})
 
 
+def stamp_later(placement: EmbeddedPlacement, uuids: Iterable[str], seconds: float = 60) -> None:
+    """Make the providers look last changed ``seconds`` from now on the server's clock.
+
+    What a change well after every proof this test made looks like (a scheduler's claim
+    minutes after the agent last proved its tree), without waiting for it.
+    """
+    import sqlalchemy as sa
+
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds)
+    rows = sa.text("UPDATE resource_providers SET updated_at = :t WHERE uuid IN :u").bindparams(
+        sa.bindparam("u", expanding=True)
+    )
+    with placement._engine.begin() as conn:  # the harness's own database: a test seam
+        conn.execute(rows, {"t": later.replace(tzinfo=None), "u": list(uuids)})
+
+
 def wire(placement: Any) -> list[tuple[str, str, int]]:
     """``(method, path, status)`` of every request the server saw since the last clear."""
     return [(r.method, r.path, r.status) for r in placement.requests_seen]

@@ -14,7 +14,7 @@ import reportclient
 from reportclient import PlacementClient, ProviderSpec, TreeViews
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement
-from tests.functional._helpers import backdate, claim, make_client, new_id, wire
+from tests.functional._helpers import backdate, claim, make_client, new_id, stamp_later, wire
 
 WINDOW = 300.0
 
@@ -81,8 +81,9 @@ def test_past_the_window_a_quiet_tree_costs_its_listing_and_the_sharing_query(
 def test_past_the_window_an_allocation_costs_the_moved_providers_fields_only(
     real_placement: EmbeddedPlacement, agent: Agent
 ) -> None:
+    backdate(real_placement, [agent.child])  # untouched since long before the proofs
     claim(agent.client, new_id(), {agent.root: {"VCPU": 1}})
-    backdate(real_placement, [agent.child])
+    stamp_later(real_placement, [agent.root])  # a claim well after them
     real_placement.clear_requests_seen()
     agent.clock.advance(WINDOW + 1)
 
