@@ -15,8 +15,10 @@ the bug (the shelve race, a retry that replays a stale body, a consumer
 generation conflict after a consumer was emptied) the signature is nova's
 and the behaviour is fixed; doc/source/nova_adapter.rst lists every
 difference. nova is never imported when this module is: it is looked up
-for its exception types when one is raised, and for its ``ProviderTree``
-by the two calls that return one.
+for its exception types when one is raised, for its ``ProviderTree`` by
+the two calls that return one, and for its association refresh option by
+the calls on the provider-tree view (a library :class:`~reportclient.TreeViews`
+kept as nova keeps its ``ProviderTree`` cache).
 """
 
 from __future__ import annotations
