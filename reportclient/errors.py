@@ -88,6 +88,15 @@ _PROVIDER_CONFLICT = re.compile(
 _CONSUMER_MOVED = re.compile(
     r"changed while attempting to allocate: Another thread concurrently updated the data\b"
 )
+# Every way Placement 16.0.0 words a 409 placement.concurrent_update (handlers/*.py,
+# exception.py): a stale consumer or provider generation, or one of its in-server races.
+_PLACEMENT_CONFLICT = re.compile(
+    r"consumer generation conflict - expected \S+ but got \S+"
+    r"|resource provider generation conflict"
+    r"|Resource provider's generation already changed"
+    r"|Another thread concurrently updated the"
+    r"|was updated by another process"
+)
 
 
 class PlacementError(Exception):
@@ -228,6 +237,18 @@ class GenerationConflict(PlacementError):
     def provider_conflict(self) -> bool:
         """True when Placement reported a stale resource provider generation."""
         return bool(self.detail and _PROVIDER_CONFLICT.search(self.detail))
+
+    @property
+    def explained(self) -> bool:
+        """True when the conflict is worded as Placement words its own.
+
+        A stale consumer or provider generation, or one of Placement's
+        in-server races: something a write can lose to, and win after. A
+        409 ``placement.concurrent_update`` worded otherwise (a proxy's, a
+        test double's, a server this library does not know) says nothing a
+        retry could act on, unless a read shows the subject changed.
+        """
+        return bool(self.detail and _PLACEMENT_CONFLICT.search(self.detail))
 
     def __str__(self) -> str:
         return f"{super().__str__()} after {self.attempts} attempt(s)"

@@ -7,20 +7,27 @@ asks :func:`after_conflict` what comes next. The retry policy then only
 decides how long a wait is and when to stop; whether there is a wait at all,
 and whether the attempt counts against the policy, is decided here:
 
-==============  ========  ================  ==================
-premise         conflict  the look showed   next
-==============  ========  ================  ==================
-any             ends it   (no look)         the operation ends
-a read          stale     untouched         ``UNTOUCHED``
-a read          stale     touched, or none  ``CONTENDED``
-cache or guess  stale     (no look)         ``WRONG_GUESS``
-any             race      untouched         ``UNTOUCHED``
-any             race      touched, or none  ``CONTENDED``
-==============  ========  ================  ==================
+==============  ===========  ================  ==================
+premise         conflict     the look showed   next
+==============  ===========  ================  ==================
+any             ends it      (no look)         the operation ends
+any             unexplained  touched           ``CONTENDED``
+any             unexplained  untouched, none   the operation ends
+a read          stale        untouched         ``UNTOUCHED``
+a read          stale        touched, or none  ``CONTENDED``
+cache or guess  stale        (no look)         ``WRONG_GUESS``
+any             race         untouched         ``UNTOUCHED``
+any             race         touched, or none  ``CONTENDED``
+==============  ===========  ================  ==================
 
 "stale": Placement named a stale consumer or provider generation; "race":
 the write lost Placement's own in-server race (its generation bump beside
-other writers); "ends it": ``ConsumerChanged``.
+other writers); "ends it": ``ConsumerChanged``; "unexplained": a 409
+``placement.concurrent_update`` worded as none of Placement's own
+(:attr:`~reportclient.errors.GenerationConflict.explained`). Only a read
+showing the subject changed explains one; otherwise retrying cannot win
+(nova's functional tests stub Placement to answer every write this way, and
+nova fails at once: the library now does too, after one read).
 
 * ``UNTOUCHED``: the generation moved under writes of something else (a
   provider's under allocations, a consumer's write lost the race inside
@@ -76,20 +83,25 @@ class Conflict:
     :param stale: Placement named a stale generation (consumer or provider),
         rather than its own in-server race.
     :param ends: the conflict ends the operation (``ConsumerChanged``).
+    :param explained: Placement worded it as one of its own conflicts.
     """
 
     premise_read: bool
     stale: bool
     ends: bool = False
+    explained: bool = True
 
 
 def look(conflict: Conflict) -> bool:
     """Whether to re-read at once, to see if what the write changes was touched.
 
     A stale generation on a write from a cache or a guess says the guess was
-    wrong, nothing about contention: the next attempt reads anyway.
+    wrong, nothing about contention: the next attempt reads anyway. An
+    unexplained conflict is always looked at: only the read can explain it.
     """
-    return not conflict.ends and (conflict.premise_read or not conflict.stale)
+    if conflict.ends:
+        return False
+    return conflict.premise_read or not conflict.stale or not conflict.explained
 
 
 def after_conflict(conflict: Conflict, touched: bool | None) -> Next | None:
@@ -100,6 +112,8 @@ def after_conflict(conflict: Conflict, touched: bool | None) -> Next | None:
     """
     if conflict.ends:
         return None
+    if not conflict.explained:
+        return Next.CONTENDED if touched else None
     if touched is False:
         return Next.UNTOUCHED
     if conflict.stale and not conflict.premise_read:

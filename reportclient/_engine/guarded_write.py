@@ -47,7 +47,7 @@ from reportclient.errors import (
     ProviderChanged,
 )
 
-__all__ = ["RETRIABLE", "Done", "GuardedWrite", "retriable"]
+__all__ = ["RETRIABLE", "Done", "GuardedWrite", "UnexplainedConflict", "retriable"]
 
 #: Decisions about an operation's fate (a lost answer settled by a read).
 LOG = logging.getLogger("reportclient.engine")
@@ -58,10 +58,41 @@ ResultT = TypeVar("ResultT")
 
 #: The kinds of failure an attempt may be retried after.
 RETRIABLE = (GenerationConflict, PlacementUnavailable)
+
+
+class UnexplainedConflict(GenerationConflict):
+    """A conflict worded as none of Placement's, that a read at once did not explain.
+
+    The operation ends on it (retrying cannot win): raised in place of the
+    conflict, with its status, code, detail and request id.
+    """
+
+    @classmethod
+    def of(cls, exc: GenerationConflict) -> UnexplainedConflict:
+        return cls(
+            exc.message,
+            attempts=exc.attempts,
+            status=exc.status,
+            code=exc.code,
+            title=exc.title,
+            detail=exc.detail,
+            request_id=exc.request_id,
+            method=exc.method,
+            url=exc.url,
+            consumer_uuid=exc.consumer_uuid,
+        )
+
+
 # Subclasses of the retriable kinds that end an operation: retrying them
 # would overwrite, apply a mutation twice, or spend what the client's retry
 # budget already refused.
-_TERMINAL = (ConsumerChanged, ProviderChanged, OutcomeUnknown, PlacementOverloaded)
+_TERMINAL = (
+    ConsumerChanged,
+    ProviderChanged,
+    OutcomeUnknown,
+    PlacementOverloaded,
+    UnexplainedConflict,
+)
 
 
 def retriable(exc: BaseException | None) -> bool:
@@ -241,9 +272,12 @@ class GuardedWrite(abc.ABC, Generic[StateT, SentT, ResultT]):
                 premise_read=fresh,
                 stale=exc.consumer_conflict or exc.provider_conflict,
                 ends=isinstance(exc, ConsumerChanged),
+                explained=exc.explained,
             )
             touched = self._look_after_conflict(planned) if look(conflict) else None
             self.next = after_conflict(conflict, touched)
+            if self.next is None and not conflict.ends:
+                raise UnexplainedConflict.of(exc) from exc
             if self.next is Next.CONTENDED:
                 # The look's read only serves a retry sent at once.
                 self._prefetched = None
