@@ -143,9 +143,10 @@ class AllocationsClient:
         consumer_uuid: str,
         mutate: Mutator,
         *,
-        project_id: str,
-        user_id: str,
+        project_id: str | None = None,
+        user_id: str | None = None,
         consumer_type: str | None = None,
+        start: ConsumerAllocations | None = None,
         global_request_id: str | None = None,
         retry: tenacity.Retrying | None = None,
     ) -> ConsumerAllocations:
@@ -157,7 +158,13 @@ class AllocationsClient:
         as not idempotent unless it says so (:func:`reportclient.idempotent`).
 
         ``consumer_type`` (sent from microversion 1.38) defaults to the
-        consumer's own type.
+        consumer's own type, and ``project_id`` and ``user_id`` (both or
+        neither) to its own owner.
+
+        :param start: the consumer as the caller just read it through this
+            client (``get_allocations``): the first attempt is computed from
+            it instead of a second read. A stale one costs a conflict and a
+            read, never a lost write: the write carries its generation.
 
         :raises InvalidInput: before any request, for malformed input.
         :raises ConsumerGone: the consumer does not exist; it is not created.
@@ -175,15 +182,23 @@ class AllocationsClient:
                 f"{type(mutate).__name__}; to set allocations use claim() or "
                 "replace_allocations(...)"
             )
+        if (project_id is None) != (user_id is None):
+            raise InvalidInput("update_allocations takes project_id and user_id both, or neither")
+        if start is not None and (
+            not isinstance(start, ConsumerAllocations)
+            or start.consumer_uuid != validate_uuid(consumer_uuid)
+        ):
+            raise InvalidInput(f"start must be consumer {consumer_uuid}'s state, got {start!r}")
         return self._run(
             consumer_uuid,
             mutate,
             Kind.UPDATE,
             idempotent=is_idempotent(mutate),
-            owner=(project_id, user_id),
+            owner=None if project_id is None or user_id is None else (project_id, user_id),
             consumer_type=consumer_type,
             global_request_id=global_request_id,
             retry=retry,
+            start=start,
         )
 
     def release(
@@ -338,6 +353,7 @@ class AllocationsClient:
         overwrite: bool = False,
         mappings: dict[str, tuple[str, ...]] | None = None,
         retry: tenacity.Retrying | None = None,
+        start: ConsumerAllocations | None = None,
     ) -> ConsumerAllocations:
         """Validate, then run a write cycle's attempts under the retry policy."""
         policy = self._core.policy(retry)
@@ -361,6 +377,7 @@ class AllocationsClient:
             # Without a type to compare, the cycle's reads need none either
             # (see LEAN_VERSION): they go at the lowest version that has generations.
             read_at_most=None if ctype is not None else LEAN_VERSION,
+            start=start,
         )
         return run_attempts(write, policy)
 
@@ -372,6 +389,7 @@ class AllocationsClient:
         expect_target: Allocations | None = None,
         target_consumer_type: str | None = None,
         source_allocations: Allocations | None = None,
+        replace_target: bool = False,
         global_request_id: str | None = None,
         retry: tenacity.Retrying | None = None,
     ) -> Move:
@@ -389,6 +407,10 @@ class AllocationsClient:
             (default nothing): a migration moves the instance's allocations
             to its migration record and claims the destination for the
             instance in the same request.
+        :param replace_target: the target ends holding exactly what the
+            source held, whatever it held (nova's revert of a resize: the
+            instance takes back what its migration record holds); still one
+            POST guarded by both generations. Not with ``expect_target``.
         :raises NothingToMove: the source holds nothing; nothing was written.
         :raises ConsumerChanged: the target holds allocations the caller did
             not expect; nothing was written.
@@ -403,11 +425,13 @@ class AllocationsClient:
             expect_target=expect_target,
             target_consumer_type=target_consumer_type,
             source_allocations=source_allocations,
+            replace_target=replace_target,
         )
         states = self._run_many(
             move.parts,
             move.plan,
             idempotent=False,
+            overwrite=replace_target,
             by_content=True,
             request_id=global_request_id,
             retry=retry,

@@ -94,6 +94,10 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         consumer's own.
     :param default_type: the type of a consumer this write creates when
         ``ctype`` is None (the client's ``default_consumer_type``).
+    :param start: the consumer as the caller just read it through this
+        client, to compute the first attempt from instead of reading again.
+        Taken as a cache entry is: a conflict on it is a wrong guess, read
+        again at once, never contention.
     """
 
     def __init__(
@@ -112,8 +116,10 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         memory: ContentionMemory | None = None,
         default_type: str = DEFAULT_CONSUMER_TYPE,
         read_at_most: Microversion | None = None,
+        start: ConsumerAllocations | None = None,
     ) -> None:
         super().__init__(idempotent=idempotent, memory=memory)
+        self._start_with = start
         self._default_type = default_type
         self._gateway = gateway
         self._read_at_most = read_at_most
@@ -151,7 +157,13 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         return self._gateway.read_consumer(self.consumer, self._request_id, self._read_at_most)
 
     def start(self) -> tuple[ConsumerAllocations, bool]:
-        """The cached state if trusted, the guess "new" for a claim, else a read."""
+        """The caller's state, a trusted cached one, the guess "new" for a claim, else a read."""
+        if self._start_with is not None:
+            start, self._start_with = self._start_with, None
+            if not self._known_taken:
+                self._known = start if start.exists else None
+                self._known_taken = True
+            return start, False
         found = self._gateway.consumer_entry(self.consumer)
         if not self._known_taken:
             self._known = found[0] if found is not None and found[0].exists else None

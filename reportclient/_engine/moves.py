@@ -58,15 +58,21 @@ def plan_move(
     expect_target: Allocations | None = None,
     target_consumer_type: str | None = None,
     source_allocations: Allocations | None = None,
+    replace_target: bool = False,
 ) -> MovePlan:
     """Validate a move's input and build its parts and plan.
 
+    :param replace_target: the target ends holding what the source held,
+        whatever it held before (nova's revert: the instance takes back what
+        its migration record holds); never with ``expect_target``.
     :raises InvalidInput: malformed uuids, allocations or type, or a move
         of a consumer onto itself.
     """
     source, target = validate_uuid(source), validate_uuid(target, "target consumer uuid")
     if source == target:
         raise InvalidInput(f"a move needs two consumers, got {source} twice")
+    if replace_target and expect_target:
+        raise InvalidInput("a move replacing its target expects nothing of it")
     expected = normalize_allocations(expect_target) if expect_target else {}
     then = normalize_allocations(source_allocations) if source_allocations else {}
     ctype = None if target_consumer_type is None else validate_consumer_type(target_consumer_type)
@@ -92,6 +98,8 @@ def plan_move(
             )
         moved.clear()
         moved.update({rp: dict(res) for rp, res in held.allocations.items()})
+        if replace_target:
+            return {source: then, target: dict(moved)}
         return {source: then, target: _summed(expected, held.allocations)}
 
     parts = (

@@ -378,7 +378,10 @@ def validate_path(path: object) -> str:
 
     It must start with one ``/`` and name no scheme, host or fragment: the
     client's endpoint, token and request id go with every request, so a path
-    must never point them elsewhere.
+    must never point them elsewhere. Nor may it hold ``.`` or ``..``
+    segments: they are removed before the request is sent, so the route
+    Placement sees (and the subject a write changes) would not be the one
+    the caches were told of.
 
     :raises InvalidInput: otherwise.
     """
@@ -389,4 +392,8 @@ def validate_path(path: object) -> str:
     parts = urlsplit(path)
     if parts.scheme or parts.netloc or "#" in path:
         raise InvalidInput(f"path must be relative to the Placement endpoint, got {path!r}")
+    if any(segment in (".", "..") for segment in parts.path.split("/")):
+        # urllib3 removes dot segments before sending, so the route sent is not
+        # the one written, and the caches would forget the wrong subject.
+        raise InvalidInput(f"path must not contain '.' or '..' segments, got {path!r}")
     return path

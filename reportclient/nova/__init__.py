@@ -40,9 +40,11 @@ from reportclient.nova._common import (
     nova_module,
 )
 from reportclient.nova._common import request_id as _request_id
-from reportclient.nova._errors import fail
+from reportclient.nova._errors import fail, keystoneauth_error
 from reportclient.nova._providers import ProviderCalls, specs_of
 from reportclient.nova._query import query_from_string, query_of
+from reportclient.nova._raw import error_body, response_of
+from reportclient.retry import NO_RETRY
 
 __all__ = [
     "ASSOCIATION_REFRESH",
@@ -62,6 +64,13 @@ __all__ = [
 #: read at the client's own microversion have that shape, and the adapter's
 #: claim reads the consumer rather than branching on the version.
 CANDIDATES_VERSION = "1.36"
+
+
+class _Context:
+    """A global request id as nova's context carries one (checked as every call's is)."""
+
+    def __init__(self, global_id: str | None) -> None:
+        self.global_id = global_id
 
 
 class SchedulerReportClient(AllocationCalls, ProviderCalls):
@@ -125,38 +134,33 @@ class SchedulerReportClient(AllocationCalls, ProviderCalls):
 
     # -- nova's raw requests: answers returned, never raised ----------------------------------
     def _raw(self, method: str, url: str, data: Any, version: str | None, rid: str | None) -> Any:
-        if self._client is None:
-            raise PlacementError("no keystoneauth Adapter: raw requests need one")
-        kwargs: dict[str, Any] = {"raise_exc": False, "global_request_id": rid}
-        if version is not None:
-            kwargs["microversion"] = version
-        if data is not None:
-            kwargs["json"] = data
-        return self._client.request(url, method, **kwargs)
+        """One request through the client's gateway, answered as keystoneauth answers nova.
 
-    def get(
-        self, url: str, version: str | None = None, global_request_id: str | None = None
-    ) -> Any:
-        """``GET url``: the keystoneauth response, whatever its status (as nova)."""
-        return self._raw("GET", url, None, version, global_request_id)
-
-    def post(
-        self, url: str, data: Any, version: str | None = None, global_request_id: str | None = None
-    ) -> Any:
-        """``POST url`` with a JSON body: the response, whatever its status (sent once)."""
-        return self._raw("POST", url, data, version, global_request_id)
-
-    def put(
-        self, url: str, data: Any, version: str | None = None, global_request_id: str | None = None
-    ) -> Any:
-        """``PUT url`` with a JSON body: the response, whatever its status (sent once)."""
-        return self._raw("PUT", url, data, version, global_request_id)
-
-    def delete(
-        self, url: str, version: str | None = None, global_request_id: str | None = None
-    ) -> Any:
-        """``DELETE url``: the response, whatever its status (sent once)."""
-        return self._raw("DELETE", url, None, version, global_request_id)
+        Sent once (nova's are): a write it concerns is forgotten by the
+        client's caches like any raw write. Any status comes back as a
+        ``requests.Response`` (nova's ``raise_exc=False``); a failure with no
+        answer raises keystoneauth's exception of the same kind.
+        """
+        try:
+            answered = self._placement.request(
+                method,
+                url,
+                json=data,
+                microversion=version,
+                global_request_id=_request_id(_Context(rid)),
+                retry=NO_RETRY,
+            )
+        except InvalidInput as exc:
+            # Refused before the wire (a path with dot segments, say): a 400,
+            # as Placement answers what it cannot route.
+            return response_of(400, error_body(exc, status=400), {}, None, url)
+        except PlacementError as exc:
+            if exc.status is None:
+                raise keystoneauth_error(exc) from exc
+            return response_of(exc.status, error_body(exc), {}, exc.request_id, url)
+        return response_of(
+            answered.status, answered.body, answered.headers, answered.request_id, url
+        )
 
     # -- nova's provider cache: the view ------------------------------------------------------
     def clear_provider_cache(self, init: bool = False) -> None:

@@ -1,20 +1,21 @@
 """The consumer calls of nova's ``SchedulerReportClient``, on reportclient's engine.
 
-nova's signatures and return values are kept; the behaviour differs where
-nova's is the bug (doc/source/nova_adapter.rst lists each difference):
+nova's signatures, return values and exceptions are kept (:mod:`._errors`
+says which for every failure); every request goes through the client's
+gateway, and every id is checked before one is sent. What differs, on
+purpose, is listed in doc/source/nova_adapter.rst:
 
-- ``claim_resources`` re-reads the consumer on every attempt and computes
-  the doubled-up move allocation from that read, so a consumer emptied
-  between nova's read and its write (the shelve-offload / unshelve race) is
-  claimed afresh with a ``null`` generation instead of failing with a
-  consumer generation conflict.
-- ``put_allocations`` sends the caller's body once per attempt and sends it
-  again only when Placement's answer proves the consumer generation still
-  held (a race between writers inside Placement); a consumer that moved on
-  is the caller's ``AllocationUpdateFailed`` at once, never a replay of a
-  body computed from a stale read.
-- Every update (add, remove, remove a tree, delete) is a read-compute-write
-  run again from a fresh read after a conflict, never a replay.
+- ``claim_resources`` is one ``PUT`` with generation ``null`` for a new
+  consumer (nova reads first); one that already holds allocations (an
+  evacuation) is doubled up from the read its conflict made, and a
+  consumer emptied meanwhile (the shelve race) is claimed afresh instead
+  of failing.
+- ``put_allocations`` sends the caller's body again only when Placement's
+  answer proves the consumer generation still held (a race inside
+  Placement); a consumer that moved on is ``AllocationUpdateFailed`` at once.
+- ``move_allocations`` is nova's three requests, recomputed from a fresh
+  read of both consumers after a conflict, never replayed.
+- Deletes and updates carry the generation of the one read they act on.
 """
 
 from __future__ import annotations
@@ -31,16 +32,15 @@ from reportclient._model.mutators import (
     remove_providers,
     subtract_allocations,
 )
+from reportclient._model.validation import validate_uuid
 from reportclient.errors import (
-    AllocationsNotHeld,
-    CapacityExceeded,
     ConsumerChanged,
     GenerationConflict,
     NothingToMove,
     PlacementError,
 )
 from reportclient.nova._common import LOG, Base, ProviderAllocInfo, request_id
-from reportclient.nova._errors import fail
+from reportclient.nova._errors import answer
 
 __all__ = ["AllocationCalls", "doubled_up"]
 
@@ -55,10 +55,6 @@ def _resources(allocations: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     return {rp: dict(entry["resources"]) for rp, entry in allocations.items()}
 
 
-def _nova_shape(allocations: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
-    return {rp: {"resources": dict(res)} for rp, res in allocations.items()}
-
-
 def doubled_up(destination: Mapping[str, Mapping[str, int]]) -> Mutation:
     """nova's move claim, from the consumer's current state: keep it, add new providers.
 
@@ -70,53 +66,76 @@ def doubled_up(destination: Mapping[str, Mapping[str, int]]) -> Mutation:
     wanted = {rp: dict(res) for rp, res in destination.items()}
 
     def compute(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
-        out = {rp: dict(res) for rp, res in current.allocations.items()}
-        for rp, res in wanted.items():
-            out.setdefault(rp, dict(res))
-        return out
+        return _double(current.allocations, wanted)
 
     return Mutation(compute, idempotent=True, description="nova's doubled-up move claim")
+
+
+def _double(
+    held: Mapping[str, Mapping[str, int]], wanted: Mapping[str, Mapping[str, int]]
+) -> dict[str, dict[str, int]]:
+    out = {rp: dict(res) for rp, res in held.items()}
+    for rp, res in wanted.items():
+        out.setdefault(rp, dict(res))
+    return out
 
 
 class AllocationCalls(Base):
     """Claims, moves, updates and deletes of consumers' allocations, as nova calls them."""
 
     # -- reads ------------------------------------------------------------------
-    def get_allocs_for_consumer(self, context: Any, consumer: str) -> dict[str, Any]:
-        """``GET /allocations/{consumer}``'s body, as nova returns it.
+    def _consumer_body(self, context: Any, consumer: str) -> dict[str, Any]:
+        """``GET /allocations/{consumer}`` at nova's microversion (its keys, no consumer_type)."""
+        answered = self._placement.request(
+            "GET",
+            routes.consumer(validate_uuid(consumer, "consumer uuid")),
+            microversion=NOVA_CONSUMER_VERSION,
+            global_request_id=request_id(context),
+        )
+        return dict(answered.body or {})
 
-        :raises ConsumerAllocationRetrievalFailed: Placement answered with an error.
+    def get_allocs_for_consumer(self, context: Any, consumer: str) -> dict[str, Any]:
+        """``GET /allocations/{consumer}``'s body at nova's microversion, as nova returns it.
+
+        :raises ConsumerAllocationRetrievalFailed: Placement answered with an
+            error, or ``consumer`` is not a uuid (nothing is sent).
         """
         try:
-            # At nova's microversion, so the body has nova's keys (no consumer_type).
-            answer = self._placement.request(
-                "GET",
-                routes.consumer(consumer),
-                microversion=NOVA_CONSUMER_VERSION,
-                global_request_id=request_id(context),
-            )
+            return self._consumer_body(context, consumer)
         except PlacementError as exc:
-            fail("ConsumerAllocationRetrievalFailed", exc, consumer_uuid=consumer, error=str(exc))
-        return dict(answer.body or {})
+            failed: dict[str, Any] = answer("get_allocs_for_consumer", exc, consumer_uuid=consumer)
+            return failed
 
-    def get_allocations_for_consumer(self, context: Any, consumer: str) -> dict[str, Any]:
-        """The consumer's ``allocations`` mapping (``{rp: {"resources": ...}}``); {} when none."""
-        return dict(self.get_allocs_for_consumer(context, consumer).get("allocations") or {})
+    def get_allocations_for_consumer(self, context: Any, consumer: str) -> dict[str, Any] | None:
+        """The consumer's ``allocations`` mapping (``{rp: {"resources": ...}}``); {} when none.
+
+        As nova's: ``{}`` when Placement answered with an error, None when it
+        could not be reached.
+        """
+        try:
+            body = self._consumer_body(context, consumer)
+        except PlacementError as exc:
+            result: dict[str, Any] | None = answer(
+                "get_allocations_for_consumer", exc, consumer_uuid=consumer
+            )
+            return result
+        return dict(body.get("allocations") or {})
 
     def get_allocations_for_resource_provider(self, context: Any, rp_uuid: str) -> Any:
         """``ProviderAllocInfo(allocations={consumer: {"resources": ...}})`` for one provider.
 
-        :raises ResourceProviderAllocationRetrievalFailed: Placement answered with an error.
+        :raises ResourceProviderAllocationRetrievalFailed: Placement answered
+            with an error, or ``rp_uuid`` is not a uuid (nothing is sent).
         """
         try:
-            answer = self._placement.request(
+            held = self._placement.request(
                 "GET",
-                routes.provider_allocations(rp_uuid),
+                routes.provider_allocations(validate_uuid(rp_uuid, "resource provider uuid")),
                 global_request_id=request_id(context),
             )
         except PlacementError as exc:
-            fail("ResourceProviderAllocationRetrievalFailed", exc, rp_uuid=rp_uuid, error=str(exc))
-        return ProviderAllocInfo(allocations=dict((answer.body or {}).get("allocations") or {}))
+            return answer("get_allocations_for_resource_provider", exc, rp_uuid=rp_uuid)
+        return ProviderAllocInfo(allocations=dict((held.body or {}).get("allocations") or {}))
 
     # -- claims -------------------------------------------------------------------
     def claim_resources(
@@ -128,84 +147,121 @@ class AllocationCalls(Base):
         user_id: str,
         allocation_request_version: str | None = None,
         consumer_generation: int | None = None,
-    ) -> bool:
+    ) -> bool | None:
         """Claim ``alloc_request`` for the consumer, doubling up when it already holds some.
 
-        ``allocation_request_version`` and ``consumer_generation`` are
-        accepted for nova's signature; the consumer's generation is read
-        (again after every conflict) rather than trusted.
+        A new consumer (``consumer_generation`` None, as nova's scheduler
+        passes): one ``PUT`` with generation ``null``. One that holds
+        allocations (nova's evacuation) answers that with a conflict, whose
+        read shows what it holds: the doubled-up claim is written at that
+        read's generation, and recomputed from a fresh read if the consumer
+        moved again. A consumer emptied between (the shelve race) is simply
+        claimed. With a ``consumer_generation`` (or one in
+        ``alloc_request``, nova's forced evacuation), the consumer is read
+        and the claim (doubled up) written at that generation, once: a
+        stale one is nova's ``AllocationUpdateFailed``.
 
-        :returns: True when the claim landed; False when the resources no
-            longer fit or the writers' races outlasted the retry policy.
-        :raises AllocationUpdateFailed: the consumer kept changing under the claim.
+        :returns: True when the claim landed; False as nova's (no room, a
+            refusal, races inside Placement outlasting the retries); None
+            when Placement is unreachable, as nova's ``safe_connect``.
+        :raises AllocationUpdateFailed: a consumer generation conflict.
         """
-        del allocation_request_version, consumer_generation  # read, never trusted
+        del allocation_request_version  # the body's shape is the client's microversion's
         rid = request_id(context)
-        request = AllocationRequest.from_json(alloc_request)
         try:
-            held = self._placement.get_allocations(consumer_uuid, global_request_id=rid)
-            if not held.allocations and self._claim_new(
-                consumer_uuid, request, project_id, user_id, rid
-            ):
+            consumer = validate_uuid(consumer_uuid)
+            request = AllocationRequest.from_json(alloc_request)
+            given = alloc_request.get("consumer_generation", consumer_generation)
+            if given is not None:
+                self._claim_at(consumer, request, given, project_id, user_id, rid)
                 return True
-            # It holds allocations: nova's move (evacuate) claim doubles them
-            # up, computed from every attempt's fresh read.
+            try:
+                self._placement.claim(
+                    consumer, request, project_id=project_id, user_id=user_id, global_request_id=rid
+                )
+            except ConsumerChanged as exc:
+                # It holds allocations (an evacuation): double up from the read
+                # the conflict made, at its generation.
+                self._double_up(consumer, request, exc.state, project_id, user_id, rid)
+        except PlacementError as exc:
+            LOG.warning("claim for consumer %s failed: %s", consumer_uuid, exc)
+            result: bool | None = answer("claim_resources", exc, consumer_uuid=consumer_uuid)
+            return result
+        return True
+
+    def _claim_at(
+        self,
+        consumer: str,
+        request: AllocationRequest,
+        generation: int,
+        project_id: str,
+        user_id: str,
+        rid: str | None,
+    ) -> None:
+        """nova's claim at the caller's consumer generation: read, double up, one write."""
+        held = self._placement.get_allocations(consumer, global_request_id=rid)
+        wanted = _double(held.allocations, request.allocations)
+        self._placement.put_allocations(
+            consumer,
+            wanted,
+            consumer_generation=generation,
+            project_id=project_id,
+            user_id=user_id,
+            consumer_type=held.consumer_type,
+            mappings=request.mappings or None,
+            global_request_id=rid,
+        )
+
+    def _double_up(
+        self,
+        consumer: str,
+        request: AllocationRequest,
+        held: ConsumerAllocations,
+        project_id: str,
+        user_id: str,
+        rid: str | None,
+    ) -> None:
+        try:
+            self._placement.put_allocations(
+                consumer,
+                _double(held.allocations, request.allocations),
+                consumer_generation=held.generation,
+                project_id=project_id,
+                user_id=user_id,
+                consumer_type=held.consumer_type,
+                mappings=request.mappings or None,
+                global_request_id=rid,
+            )
+        except GenerationConflict as exc:
+            if not exc.consumer_conflict:
+                raise
+            # It moved again since that read: recompute from a fresh one.
             self._placement.update_allocations(
-                consumer_uuid,
+                consumer,
                 doubled_up(request.allocations),
                 project_id=project_id,
                 user_id=user_id,
                 global_request_id=rid,
             )
-        except CapacityExceeded as exc:
-            LOG.warning("claim for consumer %s does not fit: %s", consumer_uuid, exc)
-            return False
-        except GenerationConflict as exc:
-            if exc.consumer_conflict:
-                fail("AllocationUpdateFailed", exc, consumer_uuid=consumer_uuid, error=str(exc))
-            LOG.warning("claim for consumer %s lost every race: %s", consumer_uuid, exc)
-            return False
-        return True
-
-    def _claim_new(
-        self,
-        consumer_uuid: str,
-        request: AllocationRequest,
-        project_id: str,
-        user_id: str,
-        rid: str | None,
-    ) -> bool:
-        """Claim a consumer read as empty, mappings included; False if it now holds some."""
-        try:
-            self._placement.claim(
-                consumer_uuid,
-                request,
-                project_id=project_id,
-                user_id=user_id,
-                global_request_id=rid,
-            )
-        except ConsumerChanged:
-            return False  # another writer came in since the read: double up from its state
-        return True
 
     def put_allocations(self, context: Any, consumer_uuid: str, payload: Mapping[str, Any]) -> bool:
         """Write nova's ``PUT /allocations`` body at the generation it carries.
 
         :returns: True when written, False when Placement refused it for
-            another reason than a conflict (capacity, a missing provider).
+            another reason than a consumer conflict (as nova's).
         :raises AllocationUpdateFailed: the consumer is no longer at the
             body's ``consumer_generation``.
+        :raises PlacementAPIConnectFailure: Placement could not be reached.
         """
         rid = request_id(context)
-        allocations = _resources(payload.get("allocations") or {})
         for attempt in range(1, _PUT_ATTEMPTS + 1):
             try:
                 self._placement.put_allocations(
-                    consumer_uuid,
-                    allocations,
+                    validate_uuid(consumer_uuid),
+                    _resources(payload.get("allocations") or {}),
                     consumer_generation=payload.get("consumer_generation"),
-                    project_id=payload["project_id"],
-                    user_id=payload["user_id"],
+                    project_id=payload.get("project_id"),  # type: ignore[arg-type]
+                    user_id=payload.get("user_id"),  # type: ignore[arg-type]
                     consumer_type=payload.get("consumer_type"),
                     mappings=payload.get("mappings"),
                     global_request_id=rid,
@@ -213,138 +269,167 @@ class AllocationCalls(Base):
                 return True
             except GenerationConflict as exc:
                 if exc.consumer_conflict or exc.consumer_moved or attempt == _PUT_ATTEMPTS:
-                    fail("AllocationUpdateFailed", exc, consumer_uuid=consumer_uuid, error=str(exc))
+                    result: bool = answer("put_allocations", exc, consumer_uuid=consumer_uuid)
+                    return result
                 # The generation still held: Placement's own writers raced; same body again.
-            except (CapacityExceeded, PlacementError) as exc:
-                if exc.status is None:
-                    fail("PlacementAPIConnectFailure", exc)
+            except PlacementError as exc:
                 LOG.warning("allocations of consumer %s refused: %s", consumer_uuid, exc)
-                return False
-        return False  # pragma: no cover - the loop returns or raises
+                refused: bool = answer("put_allocations", exc, consumer_uuid=consumer_uuid)
+                return refused
+        return False  # pragma: no cover - the loop returns
 
     # -- moves --------------------------------------------------------------------
     def move_allocations(
         self, context: Any, source_consumer_uuid: str, target_consumer_uuid: str
-    ) -> bool:
+    ) -> bool | None:
         """Move everything the source holds to the target in one ``POST /allocations``.
 
-        As nova, an empty source means the move already happened (True), and
-        a target holding allocations has them replaced by the source's.
+        As nova's: the target ends holding what the source held (whatever it
+        held before), an empty source means the move already happened
+        (True), and it costs nova's three requests. A conflict reads both
+        again and moves what the source holds then.
 
-        :raises AllocationMoveFailed: a consumer kept changing under the move.
+        :raises AllocationMoveFailed: a consumer generation conflict.
         """
         rid = request_id(context)
+        where = {"source_consumer": source_consumer_uuid, "target_consumer": target_consumer_uuid}
         try:
-            target = self._placement.get_allocations(target_consumer_uuid, global_request_id=rid)
-            if not target.allocations:
-                self._placement.move_allocations(
-                    source_consumer_uuid, target_consumer_uuid, global_request_id=rid
-                )
-                return True
-            source = self._placement.get_allocations(source_consumer_uuid, global_request_id=rid)
-            if not source.allocations:
-                return True
-            LOG.debug("overwriting the allocations of consumer %s", target_consumer_uuid)
-            self._placement.write_many(
-                {source_consumer_uuid: {}, target_consumer_uuid: dict(source.allocations)},
-                project_id=source.project_id or "",
-                user_id=source.user_id or "",
-                overwrite=True,
+            self._placement.move_allocations(
+                validate_uuid(source_consumer_uuid),
+                validate_uuid(target_consumer_uuid, "target consumer uuid"),
+                replace_target=True,
                 global_request_id=rid,
             )
         except NothingToMove:
             return True
-        except (ConsumerChanged, GenerationConflict) as exc:
-            fail(
-                "AllocationMoveFailed",
-                exc,
-                source_consumer=source_consumer_uuid,
-                target_consumer=target_consumer_uuid,
-                error=str(exc),
-            )
-        except CapacityExceeded as exc:
-            LOG.warning("move to consumer %s does not fit: %s", target_consumer_uuid, exc)
-            return False
+        except PlacementError as exc:
+            result: bool | None = answer("move_allocations", exc, **where)
+            return result
         return True
 
     # -- updates --------------------------------------------------------------------
-    def _owner(self, consumer_uuid: str, rid: str | None) -> ConsumerAllocations:
-        return self._placement.get_allocations(consumer_uuid, global_request_id=rid)
-
-    def _update(self, context: Any, consumer_uuid: str, mutate: Mutation) -> None:
-        rid = request_id(context)
-        current = self._owner(consumer_uuid, rid)
+    def _update(self, method: str, context: Any, consumer_uuid: str, mutate: Mutation) -> None:
+        """nova's GET and PUT: one read-modify-write of an existing consumer, its owner kept."""
         try:
             self._placement.update_allocations(
-                consumer_uuid,
-                mutate,
-                project_id=current.project_id or "",
-                user_id=current.user_id or "",
-                global_request_id=rid,
+                validate_uuid(consumer_uuid), mutate, global_request_id=request_id(context)
             )
-        except (AllocationsNotHeld, GenerationConflict, CapacityExceeded) as exc:
-            fail("AllocationUpdateFailed", exc, consumer_uuid=consumer_uuid, error=str(exc))
+        except PlacementError as exc:
+            answer(method, exc, consumer_uuid=consumer_uuid)
 
     def add_resources_to_instance_allocation(
         self, context: Any, consumer_uuid: str, resources: Mapping[str, Any]
     ) -> None:
         """Add ``{rp: {"resources": {...}}}`` to what the consumer holds.
 
-        :raises AllocationUpdateFailed: the resources do not fit or races outlasted the policy.
+        :raises ConsumerAllocationRetrievalFailed: the consumer could not be read.
+        :raises AllocationUpdateFailed: the consumer holds nothing, the
+            resources do not fit, or races outlasted the policy.
         """
         if resources:
-            self._update(context, consumer_uuid, add_allocations(_resources(resources)))
+            mutate = add_allocations(_resources(resources))
+            self._update("add_resources_to_instance_allocation", context, consumer_uuid, mutate)
 
     def remove_resources_from_instance_allocation(
         self, context: Any, consumer_uuid: str, resources: Mapping[str, Any]
     ) -> None:
         """Subtract ``{rp: {"resources": {...}}}`` from what the consumer holds.
 
-        :raises AllocationUpdateFailed: it does not hold that much; nothing is written.
+        :raises ConsumerAllocationRetrievalFailed: the consumer could not be read.
+        :raises AllocationUpdateFailed: it does not hold that much, or holds
+            nothing; nothing is written.
         """
         if resources:
-            self._update(context, consumer_uuid, subtract_allocations(_resources(resources)))
+            mutate = subtract_allocations(_resources(resources))
+            self._update(
+                "remove_resources_from_instance_allocation", context, consumer_uuid, mutate
+            )
 
     def remove_provider_tree_from_instance_allocation(
         self, context: Any, consumer_uuid: str, root_rp_uuid: str
     ) -> bool:
         """Drop every provider of ``root_rp_uuid``'s tree from the consumer's allocations.
 
-        :returns: True (also when the consumer held nothing there).
+        :returns: as nova's: False when the consumer holds nothing (or the
+            write was refused), True otherwise (also when it held nothing in
+            that tree).
         """
         rid = request_id(context)
-        tree = [
-            rp.uuid
-            for rp in self._placement.providers.list_providers(
-                in_tree=root_rp_uuid, global_request_id=rid
+        try:
+            consumer = validate_uuid(consumer_uuid)
+            current = self._placement.get_allocations(consumer, global_request_id=rid)
+        except PlacementError as exc:
+            answer(
+                "remove_provider_tree_from_instance_allocation read",
+                exc,
+                consumer_uuid=consumer_uuid,
             )
-        ]
-        if not self._owner(consumer_uuid, rid).allocations or not tree:
+            return False
+        if not current.allocations:
+            LOG.error("Expected to find current allocations for %s, but found none.", consumer)
+            return False
+        try:
+            tree = [
+                rp.uuid
+                for rp in self._placement.providers.list_providers(
+                    in_tree=root_rp_uuid, global_request_id=rid
+                )
+            ]
+        except PlacementError as exc:
+            answer("remove_provider_tree_from_instance_allocation tree", exc, rp_uuid=root_rp_uuid)
+            return False
+        if not set(tree) & set(current.allocations):
             return True
-        self._update(context, consumer_uuid, remove_providers(tree))
+        try:
+            self._placement.update_allocations(
+                consumer, remove_providers(tree), start=current, global_request_id=rid
+            )
+        except PlacementError as exc:
+            result: bool = answer(
+                "remove_provider_tree_from_instance_allocation write",
+                exc,
+                consumer_uuid=consumer_uuid,
+            )
+            return result
         return True
 
     def delete_allocation_for_instance(
         self, context: Any, uuid: str, consumer_type: str = "instance", force: bool = False
-    ) -> bool:
+    ) -> bool | None:
         """Remove every allocation of the consumer.
 
-        Without ``force`` the removal is guarded by the consumer generation
-        and recovers from races, but refuses to remove allocations written
-        after it looked; ``force`` is Placement's unguarded ``DELETE``.
+        Without ``force``: one read, then the consumer emptied at that read's
+        generation (nova's ``GET`` and ``PUT``): allocations written after
+        the read are never removed unseen, and are nova's
+        ``AllocationDeleteFailed``. With ``force``: Placement's unguarded
+        ``DELETE``.
 
         :returns: True when allocations were removed, False when it held none.
-        :raises AllocationDeleteFailed: without ``force``, another writer
-            changed the consumer's allocations meanwhile; nothing was removed.
+        :raises AllocationDeleteFailed: another writer changed the consumer
+            since the read (without ``force``), or Placement refused.
         """
         rid = request_id(context)
         try:
+            consumer = validate_uuid(uuid)
             if force:
-                return self._placement.force_release(uuid, global_request_id=rid)
-            if not self._owner(uuid, rid).allocations:
+                removed = self._placement.force_release(consumer, global_request_id=rid)
+                if removed:
+                    LOG.info("Deleted allocations for %s %s", consumer_type, uuid)
+                return removed
+            held = self._placement.get_allocations(consumer, global_request_id=rid)
+            if not held.allocations:
                 return False
-            self._placement.release(uuid, global_request_id=rid)
-        except (ConsumerChanged, GenerationConflict) as exc:
-            fail("AllocationDeleteFailed", exc, consumer_uuid=uuid, error=str(exc))
-        LOG.debug("deleted the allocations of %s %s", consumer_type, uuid)
+            self._placement.put_allocations(
+                consumer,
+                {},
+                consumer_generation=held.generation,
+                project_id=held.project_id or "",
+                user_id=held.user_id or "",
+                consumer_type=held.consumer_type,
+                global_request_id=rid,
+            )
+        except PlacementError as exc:
+            result: bool | None = answer("delete_allocation_for_instance", exc, consumer_uuid=uuid)
+            return result
+        LOG.info("Deleted allocation for %s %s", consumer_type, uuid)
         return True

@@ -1,24 +1,67 @@
-"""nova's exception types, raised only when nova is importable.
+"""What each nova call does on each failure: nova's own answer, from one table.
 
-Every failure the adapter reports starts as one of reportclient's typed
-errors (:mod:`reportclient.errors`). Inside nova it is raised as the
-``nova.exception`` type nova's ``SchedulerReportClient`` raises for the
-same case, with the typed error as its ``__cause__``, so nova's callers
-keep their ``except`` clauses. Without nova (a tool or test using the
-adapter on its own) the typed error itself is raised: the table of which
-is which is in doc/source/nova_adapter.rst. nova is looked up when an error
-is raised, never when this module is imported.
+Every failure starts as one of reportclient's typed errors
+(:mod:`reportclient.errors`). nova's callers catch nova's exceptions, test
+for ``None`` or ``False``, or let keystoneauth's exceptions through, and
+which of those a call gives depends on the call and on what failed (nova
+34's ``SchedulerReportClient``: its ``safe_connect`` turns five keystoneauth
+failures into ``None``, its ``retries`` turns an exhausted in-server race
+into ``False``, each method has its own exception for an HTTP error). So
+each failure is first put in one :class:`Situation` (the HTTP situations
+nova's code tells apart), and :data:`TABLE` says, per adapter method, what
+nova's method does in that situation; :func:`answer` does it.
+
+Inside nova (``nova.exception`` importable) the answer is nova's exception,
+with reportclient's error as its ``__cause__``, or keystoneauth's own
+exception type for the failures nova lets through. Without nova, the typed
+error itself is raised where nova would raise (a tool or test using the
+adapter on its own); returned values are the same either way. No
+reportclient type reaches nova. The table is printed in
+doc/source/nova_adapter.rst (:func:`table_rst`, checked by a unit test).
 """
 
 from __future__ import annotations
 
+import enum
 import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn
 
-from reportclient.errors import PlacementError
+from keystoneauth1 import exceptions as ks_exc
 
-__all__ = ["fail", "nova_exceptions"]
+from reportclient.errors import (
+    AllocationsNotHeld,
+    CapacityExceeded,
+    ConsumerChanged,
+    ConsumerGone,
+    DuplicateName,
+    GenerationConflict,
+    InventoryInUse,
+    OutcomeUnknown,
+    PlacementAuthError,
+    PlacementEndpointError,
+    PlacementError,
+    PlacementOverloaded,
+    PlacementUnavailable,
+    ProviderChanged,
+    ProviderInUse,
+    ProviderNotFound,
+)
+
+__all__ = [
+    "TABLE",
+    "Outcome",
+    "Situation",
+    "answer",
+    "fail",
+    "keystoneauth_error",
+    "nova_exceptions",
+    "row_for",
+    "situation",
+    "table_rst",
+]
 
 
 def nova_exceptions() -> ModuleType | None:
@@ -39,3 +82,389 @@ def fail(name: str, cause: PlacementError, /, *args: Any, **kwargs: Any) -> NoRe
     if kind is None:
         raise cause
     raise kind(*args, **kwargs) from cause
+
+
+class Situation(enum.Enum):
+    """A failure as nova's report client code tells failures apart."""
+
+    #: keystoneauth's ConnectFailure: Placement unreachable (refused, reset).
+    UNREACHABLE = "unreachable"
+    #: keystoneauth's ConnectTimeout (every timeout) or another transport failure.
+    TIMEOUT = "timeout"
+    #: keystoneauth's auth and endpoint failures (Unauthorized, MissingAuthPlugin,
+    #: EndpointNotFound, DiscoveryFailure): nothing was sent.
+    AUTH = "auth"
+    #: Placement answered 5xx.
+    SERVER = "5xx"
+    #: Placement answered 404.
+    NOT_FOUND = "404"
+    #: Placement answered 400 or another 4xx, or the library refused the input
+    #: before sending it (nova sends it, and Placement answers 400).
+    REFUSED = "400"
+    #: a 409 ``placement.concurrent_update`` naming the consumer generation, or
+    #: a consumer another writer changed under the call.
+    CONSUMER_CONFLICT = "409 consumer"
+    #: a 409 ``placement.concurrent_update`` of any other wording (a provider
+    #: generation, Placement's own race), once the call's retries are spent.
+    CONFLICT = "409 race"
+    #: a 409 of another code: over capacity, inventory in use, a name taken,
+    #: a provider in use.
+    REFUSED_409 = "409 other"
+
+
+_KS_BY_NAME = {
+    "ConnectFailure": ks_exc.ConnectFailure,
+    "ConnectTimeout": ks_exc.ConnectTimeout,
+    "SSLError": ks_exc.SSLError,
+    "UnknownConnectionError": ks_exc.UnknownConnectionError,
+}
+
+
+def _chain(exc: BaseException) -> tuple[str, ...]:
+    """The names of the transport failures under ``exc`` (the wire keeps names, never objects)."""
+    cause = exc.__cause__
+    names: tuple[str, ...] = getattr(cause, "chain", ())
+    return tuple(name.rpartition(".")[2] for name in names)
+
+
+def situation(exc: PlacementError) -> Situation:
+    """The situation nova's code would have met where the library raised ``exc``."""
+    if isinstance(exc, (PlacementAuthError, PlacementEndpointError)):
+        return Situation.AUTH
+    if isinstance(exc, PlacementOverloaded):
+        last = exc.last if isinstance(getattr(exc, "last", None), PlacementError) else None
+        return situation(last) if last is not None else Situation.CONFLICT
+    if isinstance(exc, OutcomeUnknown):
+        # A write's answer lost and not settled: a 5xx, else a timeout or a reset.
+        return Situation.SERVER if exc.status is not None else Situation.TIMEOUT
+    if isinstance(exc, (ConsumerChanged, ConsumerGone, AllocationsNotHeld)):
+        # The consumer is not as the call presumes (another writer changed
+        # it, it holds nothing, or less than asked): nova's consumer failure.
+        return Situation.CONSUMER_CONFLICT
+    if isinstance(exc, GenerationConflict) and not isinstance(exc, ProviderChanged):
+        if exc.consumer_conflict or "consumer generation conflict" in (exc.detail or ""):
+            return Situation.CONSUMER_CONFLICT
+        return Situation.CONFLICT
+    if isinstance(exc, ProviderChanged):
+        return Situation.CONFLICT
+    if isinstance(exc, (CapacityExceeded, InventoryInUse, DuplicateName, ProviderInUse)):
+        return Situation.REFUSED_409
+    if isinstance(exc, ProviderNotFound) or exc.status == 404:
+        return Situation.NOT_FOUND
+    if isinstance(exc, PlacementUnavailable):
+        if exc.status is not None:
+            return Situation.SERVER
+        names = _chain(exc)
+        if "ConnectTimeout" in names or "SSLError" in names or "read timeout" in exc.message:
+            return Situation.TIMEOUT
+        return Situation.UNREACHABLE
+    if exc.status == 409:
+        return Situation.REFUSED_409
+    if exc.status is not None and exc.status >= 500:
+        return Situation.SERVER
+    return Situation.REFUSED  # 400, another 4xx, or InvalidInput before the wire
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What nova's method does in a situation: raise one of its exceptions, or return.
+
+    :param nova: the ``nova.exception`` class name to raise (None: return ``returns``).
+    :param keystoneauth: raise keystoneauth's own exception, as nova lets it through.
+    """
+
+    nova: str | None = None
+    returns: Any = None
+    keystoneauth: bool = False
+
+    def __str__(self) -> str:
+        if self.keystoneauth:
+            return "keystoneauth's exception"
+        if self.nova is not None:
+            return self.nova
+        return repr(self.returns)
+
+
+KS = Outcome(keystoneauth=True)
+NONE = Outcome()
+FALSE = Outcome(returns=False)
+TRUE = Outcome(returns=True)
+
+
+def raises(name: str) -> Outcome:
+    return Outcome(nova=name)
+
+
+def _rows(
+    default: Outcome,
+    /,
+    **special: Outcome,
+) -> dict[Situation, Outcome]:
+    """A method's row: ``default`` for every HTTP answer, keystoneauth's for the transport,
+    and what differs (keyword: a :class:`Situation` member's name, lower case)."""
+    row = {s: default for s in Situation}
+    row.update({Situation.UNREACHABLE: KS, Situation.TIMEOUT: KS, Situation.AUTH: KS})
+    for name, outcome in special.items():
+        row[Situation[name.upper()]] = outcome
+    return row
+
+
+def _safe(default: Outcome, /, **special: Outcome) -> dict[Situation, Outcome]:
+    """A row of a method under nova's ``safe_connect``: None when unreachable or for auth."""
+    return _rows(default, unreachable=NONE, auth=NONE, **special)
+
+
+#: What nova 34's method does in each situation, per adapter method, and per step
+#: where nova's own steps answer differently ("<method> read" for its GETs,
+#: "<method> write" for its writes, or a step named at the call). Read off
+#: nova/scheduler/client/report.py; printed in doc/source/nova_adapter.rst.
+TABLE: dict[str, dict[Situation, Outcome]] = {
+    "get_allocation_candidates": _safe(Outcome(returns=(None, None, None))),
+    "get_provider_traits": _rows(raises("ResourceProviderTraitRetrievalFailed")),
+    "get_resource_provider_name": _rows(
+        raises("ResourceProviderRetrievalFailed"),
+        not_found=raises("ResourceProviderNotFound"),
+        unreachable=raises("ResourceProviderNotFound"),
+        auth=raises("ResourceProviderNotFound"),
+    ),
+    "get_providers_in_tree": _rows(raises("ResourceProviderRetrievalFailed")),
+    "get_provider_tree_and_ensure_root read": _rows(raises("ResourceProviderRetrievalFailed")),
+    "get_provider_tree_and_ensure_root write": _rows(
+        raises("ResourceProviderCreationFailed"),
+        unreachable=raises("ResourceProviderCreationFailed"),
+        auth=raises("ResourceProviderCreationFailed"),
+    ),
+    "set_inventory_for_provider": _rows(
+        raises("ResourceProviderUpdateFailed"),
+        conflict=raises("ResourceProviderUpdateConflict"),
+        consumer_conflict=raises("ResourceProviderUpdateConflict"),
+        refused_409=raises("ResourceProviderUpdateConflict"),
+    ),
+    "set_traits_for_provider": _safe(
+        raises("ResourceProviderUpdateFailed"),
+        conflict=raises("ResourceProviderUpdateConflict"),
+        consumer_conflict=raises("ResourceProviderUpdateConflict"),
+        refused_409=raises("ResourceProviderUpdateConflict"),
+    ),
+    "set_aggregates_for_provider": _safe(
+        raises("ResourceProviderUpdateFailed"),
+        conflict=raises("ResourceProviderUpdateConflict"),
+        consumer_conflict=raises("ResourceProviderUpdateConflict"),
+        refused_409=raises("ResourceProviderUpdateConflict"),
+    ),
+    "update_from_provider_tree create": _rows(
+        raises("ResourceProviderCreationFailed"),
+        unreachable=raises("ResourceProviderCreationFailed"),
+        auth=raises("ResourceProviderCreationFailed"),
+    ),
+    "update_from_provider_tree reshape": _rows(
+        raises("ReshapeFailed"),
+        unreachable=raises("ReshapeFailed"),
+        timeout=raises("ReshapeFailed"),
+        auth=raises("ReshapeFailed"),
+        conflict=raises("PlacementReshapeConflict"),
+        consumer_conflict=raises("PlacementReshapeConflict"),
+    ),
+    "update_from_provider_tree write": _rows(
+        raises("ResourceProviderSyncFailed"),
+        conflict=raises("ResourceProviderUpdateConflict"),
+        consumer_conflict=raises("ResourceProviderUpdateConflict"),
+    ),
+    "get_allocs_for_consumer": _rows(raises("ConsumerAllocationRetrievalFailed")),
+    "get_allocations_for_consumer": _rows(
+        Outcome(returns={}), unreachable=NONE, timeout=NONE, auth=NONE
+    ),
+    "claim_resources": _safe(FALSE, consumer_conflict=raises("AllocationUpdateFailed")),
+    "add_resources_to_instance_allocation read": _rows(raises("ConsumerAllocationRetrievalFailed")),
+    "add_resources_to_instance_allocation write": _rows(raises("AllocationUpdateFailed")),
+    "remove_resources_from_instance_allocation read": _rows(
+        raises("ConsumerAllocationRetrievalFailed")
+    ),
+    "remove_resources_from_instance_allocation write": _rows(
+        NONE,
+        consumer_conflict=raises("AllocationUpdateFailed"),
+        conflict=raises("AllocationUpdateFailed"),
+    ),
+    "remove_provider_tree_from_instance_allocation read": _rows(
+        raises("ConsumerAllocationRetrievalFailed")
+    ),
+    "remove_provider_tree_from_instance_allocation tree": _rows(
+        raises("ResourceProviderRetrievalFailed")
+    ),
+    "remove_provider_tree_from_instance_allocation write": _rows(FALSE),
+    "move_allocations read": _safe(raises("ConsumerAllocationRetrievalFailed")),
+    "move_allocations write": _safe(FALSE, consumer_conflict=raises("AllocationMoveFailed")),
+    "put_allocations": _rows(
+        FALSE,
+        unreachable=raises("PlacementAPIConnectFailure"),
+        timeout=raises("PlacementAPIConnectFailure"),
+        auth=raises("PlacementAPIConnectFailure"),
+        consumer_conflict=raises("AllocationUpdateFailed"),
+    ),
+    "delete_allocation_for_instance": _safe(raises("AllocationDeleteFailed")),
+    "get_allocations_for_resource_provider": _rows(
+        raises("ResourceProviderAllocationRetrievalFailed")
+    ),
+    "delete_resource_provider read": _rows(raises("ResourceProviderRetrievalFailed")),
+    # nova swallows ResourceProviderInUse and ResourceProviderDeletionFailed here.
+    "delete_resource_provider write": _rows(NONE),
+    "get_provider_by_name": _rows(
+        raises("ResourceProviderNotFound"),
+        unreachable=raises("PlacementAPIConnectFailure"),
+        timeout=raises("PlacementAPIConnectFailure"),
+        auth=raises("PlacementAPIConnectFailure"),
+    ),
+    "aggregate_add_host read": _rows(
+        raises("ResourceProviderAggregateRetrievalFailed"),
+        unreachable=raises("PlacementAPIConnectFailure"),
+        auth=raises("PlacementAPIConnectFailure"),
+    ),
+    "aggregate_add_host write": _safe(
+        raises("ResourceProviderUpdateFailed"),
+        conflict=raises("ResourceProviderUpdateConflict"),
+        consumer_conflict=raises("ResourceProviderUpdateConflict"),
+        refused_409=raises("ResourceProviderUpdateConflict"),
+    ),
+    "aggregate_remove_host read": _rows(
+        raises("ResourceProviderAggregateRetrievalFailed"),
+        unreachable=raises("PlacementAPIConnectFailure"),
+        auth=raises("PlacementAPIConnectFailure"),
+    ),
+    "aggregate_remove_host write": _safe(
+        raises("ResourceProviderUpdateFailed"),
+        conflict=raises("ResourceProviderUpdateConflict"),
+        consumer_conflict=raises("ResourceProviderUpdateConflict"),
+        refused_409=raises("ResourceProviderUpdateConflict"),
+    ),
+    "get_usages_counts_for_limits": _rows(raises("UsagesRetrievalFailed")),
+    "get_usages_counts_for_quota": _rows(raises("UsagesRetrievalFailed")),
+}
+
+
+#: The keywords each nova exception takes, from the call's context and the error.
+_KWARGS: dict[str, Callable[[Mapping[str, Any], PlacementError], dict[str, Any]]] = {
+    "AllocationUpdateFailed": lambda c, e: {
+        "consumer_uuid": c.get("consumer_uuid"),
+        "error": str(e),
+    },
+    "AllocationDeleteFailed": lambda c, e: {
+        "consumer_uuid": c.get("consumer_uuid"),
+        "error": str(e),
+    },
+    "AllocationMoveFailed": lambda c, e: {
+        "source_consumer": c.get("source_consumer"),
+        "target_consumer": c.get("target_consumer"),
+        "error": str(e),
+    },
+    "ConsumerAllocationRetrievalFailed": lambda c, e: {
+        "consumer_uuid": c.get("consumer_uuid"),
+        "error": str(e),
+    },
+    "ResourceProviderAllocationRetrievalFailed": lambda c, e: {
+        "rp_uuid": c.get("rp_uuid"),
+        "error": str(e),
+    },
+    "ResourceProviderAggregateRetrievalFailed": lambda c, e: {"uuid": c.get("rp_uuid")},
+    "ReshapeFailed": lambda c, e: {"error": str(e)},
+    "PlacementReshapeConflict": lambda c, e: {"error": str(e)},
+    "ResourceProviderRetrievalFailed": lambda c, e: {"uuid": c.get("rp_uuid")},
+    "ResourceProviderTraitRetrievalFailed": lambda c, e: {"uuid": c.get("rp_uuid")},
+    "ResourceProviderNotFound": lambda c, e: {
+        "name_or_uuid": c.get("name_or_uuid", c.get("rp_uuid"))
+    },
+    "ResourceProviderUpdateConflict": lambda c, e: {
+        "uuid": c.get("rp_uuid"),
+        "generation": c.get("generation", -1) if c.get("generation") is not None else -1,
+        "error": str(e),
+    },
+    "ResourceProviderUpdateFailed": lambda c, e: {"url": c.get("url", e.url), "error": str(e)},
+    "ResourceProviderDeletionFailed": lambda c, e: {"uuid": c.get("rp_uuid")},
+    "ResourceProviderCreationFailed": lambda c, e: {"name": c.get("name")},
+    "UsagesRetrievalFailed": lambda c, e: {
+        "project_id": c.get("project_id"),
+        "user_id": c.get("user_id") or "N/A",
+    },
+}
+
+
+def _no_kwargs(context: Mapping[str, Any], exc: PlacementError) -> dict[str, Any]:
+    return {}
+
+
+def keystoneauth_error(exc: PlacementError) -> Exception:
+    """The keystoneauth exception nova's client would have met, rebuilt from the error's text.
+
+    Auth and endpoint errors carry keystoneauth's own exception (cut loose of
+    any credential) as their cause; for the transport's failures the wire kept
+    only type names, so one of the same type is made with the error's message.
+    """
+    cause = exc.__cause__
+    if isinstance(exc, (PlacementAuthError, PlacementEndpointError)) and isinstance(
+        cause, ks_exc.ClientException
+    ):
+        return cause
+    if isinstance(exc, OutcomeUnknown):
+        made: Exception = ks_exc.ConnectTimeout(exc.message)
+        return made
+    for name in _chain(exc):
+        kind = _KS_BY_NAME.get(name)
+        if kind is not None:
+            found: Exception = kind(exc.message)
+            return found
+    failure: Exception = ks_exc.ConnectFailure(exc.message)
+    return failure
+
+
+def row_for(method: str, exc: PlacementError) -> dict[Situation, Outcome]:
+    """``method``'s row, by the step ``exc`` failed at when nova's steps answer differently.
+
+    ``method`` may name its step already ("move_allocations read"); else a
+    GET's failure takes the method's "read" row and any other's its "write"
+    row, where the table has them (refused before the wire: "write").
+    """
+    if method in TABLE:
+        return TABLE[method]
+    step = "read" if exc.method in ("GET", "HEAD") else "write"
+    return TABLE[f"{method} {step}"]
+
+
+def answer(method: str, exc: PlacementError, /, **context: Any) -> Any:
+    """Do what nova's ``method`` does where the library raised ``exc``: raise, or return a value.
+
+    :param context: what nova's exception names (``consumer_uuid``,
+        ``rp_uuid``, ``source_consumer``...).
+    :raises PlacementError: ``exc`` itself where nova raises and nova is not installed.
+    """
+    outcome = row_for(method, exc)[situation(exc)]
+    if outcome.keystoneauth:
+        if nova_exceptions() is None:
+            raise exc
+        raise keystoneauth_error(exc) from exc
+    if outcome.nova is not None:
+        build = _KWARGS.get(outcome.nova, _no_kwargs)
+        fail(outcome.nova, exc, **build(context, exc))
+    return outcome.returns
+
+
+def table_rst() -> list[str]:
+    """:data:`TABLE` as the list-table in doc/source/nova_adapter.rst."""
+    columns = list(Situation)
+    lines = [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "",
+        "   * - method",
+        *[f"     - {s.value}" for s in columns],
+    ]
+    for method, row in TABLE.items():
+        lines.append(f"   * - ``{method}``")
+        lines.extend(f"     - {_short(row[s])}" for s in columns)
+    return lines
+
+
+def _short(outcome: Outcome) -> str:
+    if outcome.keystoneauth:
+        return "ks"
+    if outcome.nova is not None:
+        return f"``{outcome.nova}``"
+    return f"``{outcome.returns!r}``"

@@ -170,12 +170,27 @@ def test_a_per_call_timeout_names_itself_in_the_error(wire, client):
         ("GET", "/", {"timeout": 0}),
         ("GET", "/", {"global_request_id": "not-a-request-id"}),
         ("GET", "/", {"retry": object()}),
+        # Dot segments: removed before sending (urllib3), so the route sent
+        # is not the one the caches would be told of.
+        ("DELETE", "/resource_providers/x/inventories/../../../allocations/y", {}),
+        ("GET", "/allocations/../resource_providers", {}),
+        ("PUT", "/allocations/./x", {"json": {}}),
+        ("GET", "/..", {}),
     ],
 )
 def test_malformed_requests_are_refused_before_the_wire(wire, client, method, path, kwargs):
     with pytest.raises(reportclient.InvalidInput):
         client.request(method, path, **kwargs)
     assert wire.request_history == []
+
+
+def test_dots_in_a_query_or_inside_a_segment_are_not_dot_segments(wire, client):
+    wire.get(f"{URL}/resource_providers", json={"resource_providers": []})
+    assert client.request("GET", "/resource_providers?name=../x").status == 200
+    wire.get(f"{URL}/traits/CUSTOM_A..B", status_code=404, json={"errors": []})
+    with pytest.raises(reportclient.PlacementError):
+        client.request("GET", "/traits/CUSTOM_A..B")
+    assert len(wire.request_history) == 2
 
 
 def test_a_query_string_may_name_a_url(wire, client):

@@ -199,15 +199,50 @@ def test_claim_resources_doubles_up_a_consumer_that_holds_allocations_as_nova_ev
 def test_claim_resources_after_the_consumer_was_emptied_claims_afresh_not_a_conflict(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str
 ) -> None:
-    """The shelve race: nova's generation is from before shelve-offload emptied the consumer."""
+    """The shelve race: shelve-offload emptied the consumer; nova's scheduler passes None."""
+    consumer = new_id()
+    fake.put_allocations(consumer, {host: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    fake.delete_allocations(consumer)  # shelve-offload
+    fake.reset_requests()
+    assert nova.claim_resources(ctx, consumer, request_for(host), PROJECT, USER, "1.36")
+    assert fake.allocations(consumer) == {host: {"VCPU": 1}}
+    assert [r.method for r in fake.requests] == ["PUT"]  # one request, generation null
+
+
+def test_claim_resources_at_a_stale_caller_generation_is_proven_stale_by_placement(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str
+) -> None:
     consumer = new_id()
     fake.put_allocations(consumer, {host: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
     stale = fake.consumer_generation(consumer)
-    fake.delete_allocations(consumer)  # shelve-offload
+    fake.delete_allocations(consumer)
+    fake.reset_requests()
+    with pytest.raises(reportclient.GenerationConflict):  # nova's AllocationUpdateFailed
+        nova.claim_resources(
+            ctx, consumer, request_for(host), PROJECT, USER, "1.36", consumer_generation=stale
+        )
+    assert fake.allocations(consumer) == {}
+    assert [(r.method, r.status) for r in fake.requests] == [("GET", 200), ("PUT", 409)]
+
+
+def test_claim_resources_at_the_callers_generation_doubles_up_in_novas_two_requests(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str, other_host: str
+) -> None:
+    consumer = new_id()
+    fake.put_allocations(consumer, {host: {"VCPU": 2}}, project_id=PROJECT, user_id=USER)
+    generation = fake.consumer_generation(consumer)
+    fake.reset_requests()
     assert nova.claim_resources(
-        ctx, consumer, request_for(host), PROJECT, USER, "1.36", consumer_generation=stale
+        ctx,
+        consumer,
+        request_for(other_host),
+        PROJECT,
+        USER,
+        "1.36",
+        consumer_generation=generation,
     )
-    assert fake.allocations(consumer) == {host: {"VCPU": 1}}
+    assert fake.allocations(consumer) == {host: {"VCPU": 2}, other_host: {"VCPU": 1}}
+    assert [r.method for r in fake.requests] == ["GET", "PUT"]
 
 
 def test_claim_resources_that_does_not_fit_returns_false(
