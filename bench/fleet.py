@@ -9,19 +9,34 @@ random order per period (oslo's periodic-task jitter). Periods run back to back 
 *simulated* time: every client's clock (and nova's ``time.time`` inside its report client,
 which drives ``resource_provider_association_refresh``) reads the simulated clock, which
 moves 60 s per period; the staleness windows (300 s) are counted in that time, unscaled.
+With ``--real-time`` periods are real seconds (``--period-seconds``, 6 by default) and the
+windows are scaled by the same factor (5 periods: 30 s): every client reads the real
+monotonic clock (nova its own ``time.time``), nova's ``[compute]
+resource_provider_association_refresh`` is overridden to the scaled window for both nova
+variants, and each agent runs as oslo's ``FixedIntervalLoopingCall`` after a random initial
+delay: its reconcile starts at its offset within the period, the next one a period after
+that start, or at once when the reconcile outlasted the period (an overrun, counted). The
+window is exactly 5 periods, as nova's 300 s is of its 60 s period, so a tree proven in one
+period is due again 5 periods later within the loop's drift: whether it is proven again
+then or a period later depends on when each client stamps its proof.
 Phases, in order: ``create`` (one period), ``steady``, ``churn`` (5% of agents change a
 field each period), ``churn+claims`` and ``claims`` (schedulers claim and release one VCPU
 at ``--claim-rate`` per second on the variant's roots while its agents run). Variants:
 
 * ``rc strict``: ``ProviderClient.reconcile(specs)``, the library default (every write
   proven: one listing and a read per managed field every period).
-* ``rc agent``: ``reconcile(specs, max_staleness=300)``, the agent setting.
+* ``rc agent``: ``reconcile(specs, max_staleness=300)``, the agent setting (the scaled
+  window in real time).
 * ``nova``: nova's resource tracker flow on ``SchedulerReportClient(adapter=...)``:
   ``get_provider_tree_and_ensure_root``, the description applied to the tree it returns,
   ``update_from_provider_tree``, redriven up to 4 times on ``ResourceProviderUpdateConflict``
   as ``_update_to_placement``'s ``@retrying.retry`` does. nova 34's tracker also calls
   ``get_allocations_for_provider_tree`` every period (one GET per provider and one per
   consumer on it); that is left out, so the nova rows are a lower bound of its cost.
+* ``nova on reportclient``: the same tracker flow on ``reportclient.nova.SchedulerReportClient``
+  (the library's drop-in for nova's client) over a ``PlacementClient`` on the agent's clock;
+  its provider-tree view is proven again past nova's association refresh option. A second
+  table gives its requests and Placement CPU per agent-period as a ratio of ``nova``'s.
 
 After each phase x variant every provider is read back and compared with its description;
 any difference makes the run exit non-zero.
@@ -36,6 +51,7 @@ and ``reconcile`` beside nova's ``set_inventory_for_provider`` and
 from __future__ import annotations
 
 import argparse
+import importlib
 import random
 import sys
 import threading
@@ -44,7 +60,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -65,12 +81,16 @@ from bench.support.common import (
     quiet_logging,
 )
 from reportclient import PlacementClient, ProviderSpec
+from reportclient.nova import SchedulerReportClient as RcSchedulerReportClient
 from reportclient.testing import PlacementCluster
 
 PERIOD = 60.0
 WINDOW = 300.0
 DEV = "CUSTOM_FLEET_DEV"
 RC_STRICT, RC_AGENT, NOVA = "rc strict", "rc agent", "nova"
+NOVA_RC = "nova on reportclient"
+#: The variants that run nova's resource tracker flow (on nova's client, or the library's).
+NOVA_FLOWS = (NOVA, NOVA_RC)
 PHASES = ("create", "steady", "churn", "churn+claims", "claims")
 AGGREGATES = [str(uuid.UUID(int=0xA66 << 64 | i)) for i in range(4)]
 
@@ -117,6 +137,35 @@ class _NovaTime:
         return getattr(time, name)
 
 
+@dataclass(frozen=True)
+class Timing:
+    """How periods pass: simulated (60 s, back to back) or real seconds, windows scaled."""
+
+    real: bool = False
+    period: float = PERIOD
+
+    @property
+    def window(self) -> float:
+        """The staleness window: :data:`WINDOW`, scaled as the period is (5 periods)."""
+        return WINDOW * self.period / PERIOD
+
+    @property
+    def refresh(self) -> int:
+        """nova's ``resource_provider_association_refresh`` for the window (an IntOpt)."""
+        return max(1, round(self.window))
+
+    def describe(self) -> str:
+        if not self.real:
+            return (
+                f"simulated time: {self.period:g} s periods back to back, "
+                f"window {self.window:g} s (nova's association refresh: its default)"
+            )
+        return (
+            f"real time: {self.period:g} s periods, window {self.window:g} s "
+            f"(nova's [compute] resource_provider_association_refresh = {self.refresh})"
+        )
+
+
 # -- descriptions ---------------------------------------------------------------------------
 @dataclass
 class Node:
@@ -141,10 +190,18 @@ class Agent:
     offset: float = 0.0
     latencies: list[float] = field(default_factory=list)
     failures: int = 0
+    overruns: int = 0
+    late: float = 0.0
 
     @property
     def root(self) -> str:
         return self.nodes[0].uuid
+
+    @property
+    def status(self) -> Counter[tuple[str, int]]:
+        """The agent's requests by (method, status)."""
+        assert self.wire is not None, "the agent's client is made with its wire"
+        return self.wire.status
 
 
 def describe_agent(variant: str, index: int) -> list[Node]:
@@ -218,6 +275,14 @@ def nova_period(agent: Agent, nova: Any) -> None:
         except nova.exception.ResourceProviderUpdateConflict:
             if attempt == 3:
                 raise
+
+
+def agent_period(variant: str, agent: Agent, nova: Any, timing: Timing) -> None:
+    """One period of one agent, as its variant runs it."""
+    if variant in NOVA_FLOWS:
+        nova_period(agent, nova)
+    else:
+        rc_period(agent, timing.window if variant == RC_AGENT else None)
 
 
 # -- read back -----------------------------------------------------------------------------
@@ -315,27 +380,47 @@ class Cell:
     failures: int
     claim_failures: int
     diffs: int
+    overruns: int = 0
+    late: float = 0.0
 
 
 def make_agents(
-    variant: str, n: int, url: str, token: str, clock: SimClock, nova: Any
+    variant: str, n: int, url: str, token: str, clock: SimClock, nova: Any, timing: Timing
 ) -> list[Agent]:
     agents = []
     for i in range(n):
         agent = Agent(i, describe_agent(variant, i))
-        agent.offset = random.uniform(0, PERIOD)
+        agent.offset = random.uniform(0, timing.period)
         if variant == NOVA:
             agent.wire = make_adapter(url, token, StatusAdapter, raise_exc=False)
             agent.client = nova.SchedulerReportClient(adapter=agent.wire)
+            agents.append(agent)
+            continue
+        agent.wire = make_adapter(url, token, StatusAdapter)
+        # Simulated: the agent's offset within the period on the simulated clock. Real
+        # time: the client's own default, the real monotonic clock.
+        settings: dict[str, Any] = (
+            {} if timing.real else {"clock": lambda a=agent: clock() + a.offset}
+        )
+        placement = PlacementClient(agent.wire, microversion=MICROVERSION, **settings)
+        if variant == NOVA_RC:
+            agent.client = RcSchedulerReportClient(client=placement)
         else:
-            agent.wire = make_adapter(url, token, StatusAdapter)
-            agent.client = PlacementClient(
-                agent.wire,
-                microversion=MICROVERSION,
-                clock=lambda a=agent: clock() + a.offset,
-            )
+            agent.client = placement
         agents.append(agent)
     return agents
+
+
+def one_period(variant: str, agent: Agent, nova: Any, timing: Timing) -> None:
+    """One agent period, its latency recorded; a failure is counted and printed, not raised."""
+    began = time.perf_counter()
+    try:
+        agent_period(variant, agent, nova, timing)
+    except Exception as exc:
+        agent.failures += 1
+        print(f"  {variant} agent {agent.index}: {exc!r}", file=sys.stderr)
+        return
+    agent.latencies.append(time.perf_counter() - began)
 
 
 def run_periods(
@@ -347,18 +432,11 @@ def run_periods(
     churning: bool,
     nova: Any,
 ) -> None:
+    """Simulated time: each period moves the clock 60 s, then runs every agent once."""
+    timing = Timing()
+
     def one(agent: Agent) -> None:
-        began = time.perf_counter()
-        try:
-            if variant == NOVA:
-                nova_period(agent, nova)
-            else:
-                rc_period(agent, WINDOW if variant == RC_AGENT else None)
-        except Exception as exc:
-            agent.failures += 1
-            print(f"  {variant} agent {agent.index}: {exc!r}", file=sys.stderr)
-            return
-        agent.latencies.append(time.perf_counter() - began)
+        one_period(variant, agent, nova, timing)
 
     for p in range(periods):
         clock.now += PERIOD
@@ -369,6 +447,67 @@ def run_periods(
         list(pool.map(one, order))
 
 
+def run_real_periods(
+    variant: str, agents: list[Agent], periods: int, churning: bool, nova: Any, timing: Timing
+) -> None:
+    """Real time: each agent a looping call of ``periods`` runs, one thread per agent.
+
+    As oslo's ``FixedIntervalLoopingCall`` after nova's random initial delay: the first
+    reconcile starts at the agent's offset within the period, each next one a period after
+    the previous start, or at once when the previous one outlasted the period (an overrun:
+    counted, with how late it started). A late agent delays no other. The churn of each
+    period is drawn here, in order, and applied by the agent's own thread just before that
+    period's reconcile, so no description changes under a running reconcile.
+    """
+    plan: dict[int, list[tuple[int, Node]]] = {a.index: [] for a in agents}
+    if churning:
+        for p in range(periods):
+            for agent in random.sample(agents, max(1, len(agents) // 20)):
+                plan[agent.index].append((p, random.choice(agent.nodes)))
+
+    def loop(agent: Agent, began: float) -> None:
+        due = began + agent.offset
+        for p in range(periods):
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            start = time.monotonic()
+            for q, node in plan[agent.index]:
+                if q == p:
+                    churn(node, p)
+            one_period(variant, agent, nova, timing)
+            due = start + timing.period
+            late = time.monotonic() - due
+            if late > 0 and p < periods - 1:
+                agent.overruns += 1
+                agent.late = max(agent.late, late)
+
+    with ThreadPoolExecutor(len(agents)) as pool:
+        began = time.monotonic()
+        for future in [pool.submit(loop, a, began) for a in agents]:
+            future.result()
+
+
+@contextmanager
+def association_refresh(nova: Any, timing: Timing) -> Iterator[None]:
+    """nova's clocks and refresh window for the run's timing, for both nova variants.
+
+    Simulated: nova's report module reads the simulated clock (``time.time`` patched) and
+    keeps its default refresh. Real time: nova's own clock, and ``[compute]
+    resource_provider_association_refresh`` overridden to the scaled window (the adapter
+    reads the same option on every call).
+    """
+    if nova is None or not timing.real:
+        yield
+        return
+    conf = importlib.import_module("nova.conf").CONF
+    conf.set_override("resource_provider_association_refresh", timing.refresh, group="compute")
+    try:
+        yield
+    finally:
+        conf.clear_override("resource_provider_association_refresh", group="compute")
+
+
 def fleet(
     cluster: PlacementCluster,
     agents_per_variant: int,
@@ -376,12 +515,28 @@ def fleet(
     claim_rate: float,
     nova: Any,
     variants: list[str],
+    timing: Timing,
+) -> tuple[dict[tuple[str, str], Cell], int]:
+    with association_refresh(nova, timing):
+        return _fleet(cluster, agents_per_variant, periods, claim_rate, nova, variants, timing)
+
+
+def _fleet(
+    cluster: PlacementCluster,
+    agents_per_variant: int,
+    periods: int,
+    claim_rate: float,
+    nova: Any,
+    variants: list[str],
+    timing: Timing,
 ) -> tuple[dict[tuple[str, str], Cell], int]:
     url, token = cluster.url, cluster.token
     clock = SimClock()
-    if nova is not None:
+    if nova is not None and not timing.real:
         nova.time = _NovaTime(clock)
-    fleets = {v: make_agents(v, agents_per_variant, url, token, clock, nova) for v in variants}
+    fleets = {
+        v: make_agents(v, agents_per_variant, url, token, clock, nova, timing) for v in variants
+    }
     reader = PlacementClient(make_adapter(url, token), microversion=MICROVERSION)
     cells: dict[tuple[str, str], Cell] = {}
     bad = 0
@@ -390,18 +545,20 @@ def fleet(
             for variant in variants:
                 agents = fleets[variant]
                 for a in agents:
-                    a.wire.status.clear()
+                    a.status.clear()
                     a.latencies.clear()
-                    a.failures = 0
+                    a.failures = a.overruns = 0
+                    a.late = 0.0
                 claims = "claims" in phase
                 claimer = Claimer(url, token, [a.root for a in agents], claim_rate, 50)
                 n = 1 if phase == "create" else periods
+                churning = "churn" in phase
                 cpu0 = cluster_cpu_seconds(cluster)
-                if claims:
-                    with claimer.running():
-                        run_periods(variant, agents, n, clock, pool, "churn" in phase, nova)
-                else:
-                    run_periods(variant, agents, n, clock, pool, "churn" in phase, nova)
+                with claimer.running() if claims else nullcontext():
+                    if timing.real:
+                        run_real_periods(variant, agents, n, churning, nova, timing)
+                    else:
+                        run_periods(variant, agents, n, clock, pool, churning, nova)
                 cpu = cluster_cpu_seconds(cluster) - cpu0
                 diffs = differences(reader, agents)
                 for d in diffs[:5]:
@@ -409,7 +566,7 @@ def fleet(
                 bad += len(diffs)
                 status: Counter[tuple[str, int]] = Counter()
                 for a in agents:
-                    status.update(a.wire.status)
+                    status.update(a.status)
                 cells[(phase, variant)] = Cell(
                     status,
                     n * len(agents),
@@ -419,6 +576,8 @@ def fleet(
                     sum(a.failures for a in agents),
                     claimer.failures,
                     len(diffs),
+                    sum(a.overruns for a in agents),
+                    max((a.late for a in agents), default=0.0),
                 )
                 claimer.release_all()
                 print(f"  fleet {phase} {variant}: done", file=sys.stderr, flush=True)
@@ -429,13 +588,13 @@ def _ms(values: list[float], q: float) -> str:
     return f"{percentile(values, q) * 1000:.0f}" if values else "-"
 
 
-def render_fleet(cells: dict[tuple[str, str], Cell]) -> list[str]:
+def render_fleet(cells: dict[tuple[str, str], Cell], real: bool = False) -> list[str]:
     head = (
         "| phase | variant | req/agent-period | by method and status | 409s "
         "| Placement CPU ms/agent-period | reconcile p50/p99 ms | claim p50/p99 ms "
         "| failed | read-back |"
-    )
-    lines = [head, "|" + " --- |" * 10]
+    ) + (" overruns (max late s) |" if real else "")
+    lines = [head, "|" + " --- |" * (11 if real else 10)]
     for (phase, variant), c in cells.items():
         total = sum(c.status.values())
         by = ", ".join(
@@ -452,7 +611,30 @@ def render_fleet(cells: dict[tuple[str, str], Cell]) -> list[str]:
             f"| {conflicts} | {c.cpu * 1000 / c.agent_periods:.1f} "
             f"| {_ms(c.latencies, 50)}/{_ms(c.latencies, 99)} | {claim} "
             f"| {c.failures + c.claim_failures} | {'ok' if c.diffs == 0 else f'{c.diffs} DIFF'} |"
+            + (f" {c.overruns} ({c.late:.2f}) |" if real else "")
         )
+    return lines
+
+
+def render_ratios(cells: dict[tuple[str, str], Cell]) -> list[str]:
+    """Per phase, ``nova on reportclient`` over ``nova``: requests and Placement CPU."""
+    lines = [
+        f"| phase | req/agent-period {NOVA_RC} / {NOVA} "
+        f"| Placement CPU ms/agent-period {NOVA_RC} / {NOVA} |",
+        "| --- | --- | --- |",
+    ]
+    for phase in PHASES:
+        ours, theirs = cells.get((phase, NOVA_RC)), cells.get((phase, NOVA))
+        if ours is None or theirs is None:
+            continue
+        req = [sum(c.status.values()) / c.agent_periods for c in (ours, theirs)]
+        cpu = [c.cpu * 1000 / c.agent_periods for c in (ours, theirs)]
+
+        def ratio(pair: list[float], digits: int) -> str:
+            r = f"{pair[0] / pair[1]:.2f}" if pair[1] else "-"
+            return f"{pair[0]:.{digits}f} / {pair[1]:.{digits}f} = {r}"
+
+        lines.append(f"| {phase} | {ratio(req, 2)} | {ratio(cpu, 1)} |")
     return lines
 
 
@@ -589,26 +771,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-fleet", action="store_true")
     parser.add_argument("--skip-starvation", action="store_true")
     parser.add_argument("--without-nova", action="store_true")
+    parser.add_argument(
+        "--real-time",
+        action="store_true",
+        help="periods in real seconds, every client on the real clock, windows scaled",
+    )
+    parser.add_argument(
+        "--period-seconds",
+        type=float,
+        default=6.0,
+        help="with --real-time: seconds per period; the windows are 5 periods (default 6)",
+    )
     args = parser.parse_args(argv)
+    if args.period_seconds <= 0:
+        parser.error("--period-seconds must be > 0")
+    timing = Timing(real=True, period=args.period_seconds) if args.real_time else Timing()
     random.seed(1)
     quiet_logging()
     nova = optional_nova(not args.without_nova)
-    variants = [RC_STRICT, RC_AGENT] + ([NOVA] if nova is not None else [])
+    variants = [RC_STRICT, RC_AGENT] + ([NOVA, NOVA_RC] if nova is not None else [])
     bad = 0
     began = time.perf_counter()
     with PlacementCluster(args.placement, workers=args.workers) as cluster:
         print(
             f"Placement on {args.placement} x{args.workers} gunicorn workers; "
-            f"{args.agents} agents per variant, {args.periods} periods per phase "
-            f"(60 s simulated, back to back), claims {args.claim_rate:g}/s",
+            f"{args.agents} agents per variant, {args.periods} periods per phase, "
+            f"claims {args.claim_rate:g}/s; {timing.describe()}",
             flush=True,
         )
         if not args.skip_fleet:
             cells, fleet_bad = fleet(
-                cluster, args.agents, args.periods, args.claim_rate, nova, variants
+                cluster, args.agents, args.periods, args.claim_rate, nova, variants, timing
             )
             bad += fleet_bad
-            print("\n".join(["", "Fleet", "", *render_fleet(cells)]), flush=True)
+            print("\n".join(["", "Fleet", "", *render_fleet(cells, timing.real)]), flush=True)
+            ratios = render_ratios(cells)
+            if len(ratios) > 2:
+                print("\n".join(["", f"{NOVA_RC} / {NOVA}", "", *ratios]), flush=True)
         if not args.skip_starvation:
             rates = [int(r) for r in args.starve_rates.split(",")]
             lines, starve_bad = starvation(cluster, rates, args.starve_seconds, nova)

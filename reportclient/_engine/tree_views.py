@@ -200,7 +200,7 @@ class TreeViews:
                 shown = root in self._roots
             members = self._gateway.tree_members(root) if shown else None
         if members is None or self._stale([m.uuid for m in members], now, window):
-            self._prove(uuid, name, parent, request_id, now)
+            self._prove(uuid, name, parent, request_id)
         return self.current(request_id=request_id)
 
     def current(self, *, request_id: str | None = None) -> TreeView:
@@ -292,7 +292,6 @@ class TreeViews:
         name: str | None,
         parent: str | None,
         request_id: str | None,
-        now: float,
     ) -> None:
         """List ``uuid``'s tree (creating ``uuid`` when it has none) and prove what it holds."""
         listing = self._gateway.list_tree(uuid, request_id)
@@ -306,7 +305,7 @@ class TreeViews:
                     raise
             else:
                 self._track(rp.root_provider_uuid or rp.uuid)
-                self._refresh([rp.uuid], now)
+                self._refresh([rp.uuid], self._clock())
                 return
         tree = listing.providers
         self._track(tree[0].root_provider_uuid or tree[0].uuid)
@@ -326,7 +325,10 @@ class TreeViews:
                 if rp.uuid not in shown:
                     # As nova: a sharing provider is shown as a root, whatever its parent.
                     self._track(rp.uuid, sharing=True)
-        self._refresh(proven, now)
+        # Stamped when the proof is done, as nova stamps its refresh: the
+        # window counts from the answers that proved the tree, not from the
+        # call (a proof taking a moment would otherwise go stale a period early).
+        self._refresh(proven, self._clock())
 
     def _sharing(self, aggregates: Sequence[str], request_id: str | None) -> list[TreeListing]:
         """The providers sharing through any of ``aggregates``, a query per 200 of them."""
@@ -427,9 +429,8 @@ class TreeViews:
 
         :raises DuplicateName: another provider holds a name to create.
         """
-        now = self._clock()
         for spec in plan.add:
-            self._add(spec, request_id, now)
+            self._add(spec, request_id)
         for spec in plan.described:
             if spec.parent is None:
                 self._track(spec.uuid)
@@ -475,16 +476,16 @@ class TreeViews:
         entry = self._gateway.fields.entry(uuid, ProviderInventories)
         return entry[0].generation if entry is not None else 0
 
-    def _add(self, spec: ProviderSpec, request_id: str | None, now: float) -> None:
+    def _add(self, spec: ProviderSpec, request_id: str | None) -> None:
         try:
             self._ops.create_provider(spec.name, spec.uuid, spec.parent, request_id)
         except DuplicateName:
             # Its uuid may exist already (created by another writer, or in a
             # tree this view never listed): prove it as it is, like nova.
-            self._prove(spec.uuid, None, None, request_id, now)
+            self._prove(spec.uuid, None, None, request_id)
             if self._gateway.provider_record(spec.uuid) is None:
                 raise
-        self._refresh([spec.uuid], now)
+        self._refresh([spec.uuid], self._clock())
 
     def _ensure(
         self,
