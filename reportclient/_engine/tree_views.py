@@ -471,6 +471,32 @@ class TreeViews:
             self._ensure(kind, wanted, view_value(held, kind), plan.ensured, request_id)
             self._write(kind, uuid, view_value(base, kind), wanted, request_id)
 
+    def write_field(
+        self, uuid: str, kind: type[Snapshot], value: Any, *, request_id: str | None = None
+    ) -> bool:
+        """Make one field of a provider in view ``value``, as a flush writes it.
+
+        nova's ``set_inventory_for_provider`` and friends on its cache:
+        nothing is sent when the view already holds ``value``; otherwise the
+        write goes at the generation the view proved the field at, three-way
+        on a conflict (:meth:`write`).
+
+        :returns: whether anything was written.
+        :raises InvalidInput: the provider is not in the view, or a bad value.
+        :raises ProviderChanged: another writer changed the field since the view.
+        """
+        uuid = validate_uuid(uuid, "uuid")
+        record = self._gateway.provider_record(uuid)
+        if record is None or uuid not in {rp.uuid for rp, _sharing in self.shown()}:
+            raise InvalidInput(f"provider {uuid} is not in the view")
+        (spec,) = describe([ProviderSpec(uuid, record.name, None, **{kind.ROUTE: value})])
+        held = self._provider(record, False, request_id)
+        changes = field_writes(held, spec)
+        for changed, wanted in changes:
+            self._ensure(changed, wanted, view_value(held, changed), set(), request_id)
+            self._write(changed, uuid, view_value(held, changed), wanted, request_id)
+        return bool(changes)
+
     def _proven_inventories(self, uuid: str) -> int:
         """The generation the view holds the provider's inventories at (0: created, unread)."""
         entry = self._gateway.fields.entry(uuid, ProviderInventories)

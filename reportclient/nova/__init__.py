@@ -162,6 +162,30 @@ class SchedulerReportClient(AllocationCalls, ProviderCalls):
             answered.status, answered.body, answered.headers, answered.request_id, url
         )
 
+    def get(
+        self, url: str, version: str | None = None, global_request_id: str | None = None
+    ) -> Any:
+        """``GET url``: the response, whatever its status (as nova's)."""
+        return self._raw("GET", url, None, version, global_request_id)
+
+    def post(
+        self, url: str, data: Any, version: str | None = None, global_request_id: str | None = None
+    ) -> Any:
+        """``POST url`` with a JSON body: the response, whatever its status (sent once)."""
+        return self._raw("POST", url, data, version, global_request_id)
+
+    def put(
+        self, url: str, data: Any, version: str | None = None, global_request_id: str | None = None
+    ) -> Any:
+        """``PUT url`` with a JSON body: the response, whatever its status (sent once)."""
+        return self._raw("PUT", url, data, version, global_request_id)
+
+    def delete(
+        self, url: str, version: str | None = None, global_request_id: str | None = None
+    ) -> Any:
+        """``DELETE url``: the response, whatever its status (sent once)."""
+        return self._raw("DELETE", url, None, version, global_request_id)
+
     # -- nova's provider cache: the view ------------------------------------------------------
     def clear_provider_cache(self, init: bool = False) -> None:
         """Drop every tree from the view: the next call proves each one it asks for anew."""

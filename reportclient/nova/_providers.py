@@ -23,18 +23,22 @@ from typing import Any, NoReturn
 from reportclient._engine.tree_views import SHARES_VIA_AGGREGATE, TreeViews
 from reportclient._gateway import routes
 from reportclient._model.provider_tree import ProviderSpec
-from reportclient._model.providers import ResourceProvider
+from reportclient._model.providers import (
+    ProviderAggregates,
+    ProviderInventories,
+    ProviderTraits,
+    ResourceProvider,
+)
 from reportclient._model.tree_view import TreeView
 from reportclient.errors import (
     DuplicateName,
     GenerationConflict,
     InventoryInUse,
     PlacementError,
-    ProviderInUse,
     ProviderNotFound,
 )
 from reportclient.nova._common import LOG, Base, TraitInfo, nova_module, request_id
-from reportclient.nova._errors import fail
+from reportclient.nova._errors import answer, fail
 
 __all__ = ["SHARES_VIA_AGGREGATE", "ProviderCalls", "provider_tree_of", "specs_of"]
 
@@ -73,6 +77,31 @@ def provider_tree_of(view: TreeView) -> Any:
         tree.update_traits(p.uuid, p.traits, generation=p.generation)
         tree.update_aggregates(p.uuid, p.aggregates, generation=p.generation)
     return tree
+
+
+def _parents_first(providers: list[ResourceProvider]) -> list[ResourceProvider]:
+    """A tree listing, every parent before its children (Placement's order is not promised)."""
+    known = {rp.uuid for rp in providers}
+    out: list[ResourceProvider] = []
+    placed: set[str] = set()
+    todo = list(providers)
+    while todo:
+        rest = []
+        for rp in todo:
+            if (
+                rp.parent_provider_uuid is None
+                or rp.parent_provider_uuid not in known
+                or rp.parent_provider_uuid in placed
+            ):
+                out.append(rp)
+                placed.add(rp.uuid)
+            else:
+                rest.append(rp)
+        if len(rest) == len(todo):
+            out.extend(rest)
+            break
+        todo = rest
+    return out
 
 
 def _conflict_generation(exc: GenerationConflict, views: TreeViews, uuid: str) -> int:
@@ -350,27 +379,47 @@ class ProviderCalls(Base):
         except PlacementError as exc:
             fail("ReshapeFailed", exc, error=str(exc))
 
-    # -- fields -------------------------------------------------------------------------
-    def set_inventory_for_provider(
-        self, context: Any, rp_uuid: str, inv_data: Mapping[str, Any]
-    ) -> None:
-        """Make the provider's inventories ``inv_data`` (custom classes created as needed).
+    # -- fields: nova's set_*_for_provider, on the view ----------------------------------
+    def _in_view(self, rp_uuid: str) -> None:
+        """nova's ``ProviderTree.data``: its ``ValueError`` for a provider its cache lacks."""
+        if not self._shown(rp_uuid):
+            raise ValueError(f"No such provider {rp_uuid}")
 
+    def _field_generation(self, rp_uuid: str) -> int | None:
+        """The generation the view holds the provider at (for nova's conflict), if it does."""
+        held = self._shown(rp_uuid)
+        return held[0].generation if held else None
+
+    def set_inventory_for_provider(
+        self, context: Any, rp_uuid: str, inv_data: Mapping[str, Any] | None
+    ) -> None:
+        """Make the provider's inventories ``inv_data``, as nova's does on its cache.
+
+        Nothing is sent when the view holds ``inv_data`` already; otherwise
+        custom classes are ensured and the inventories written at the
+        generation the view proved them at, read again and written from there
+        after a conflict only when nobody else changed them.
+
+        :raises ValueError: the provider is not in the view (as nova's cache).
         :raises InventoryInUse: a class with allocations would go or shrink below them.
-        :raises ResourceProviderUpdateConflict: conflicts outlasted the retry policy.
+        :raises ResourceProviderUpdateConflict: another writer changed them since.
         :raises ResourceProviderUpdateFailed: Placement refused the write.
         """
-        rid = request_id(context)
-        providers = self._placement.providers
+        self._in_view(rp_uuid)
         try:
-            for rc in inv_data:
-                if rc.startswith("CUSTOM_"):
-                    providers.ensure_resource_class(rc, global_request_id=rid)
-            providers.set_inventories(rp_uuid, dict(inv_data), global_request_id=rid)
+            self._views.write_field(
+                rp_uuid, ProviderInventories, dict(inv_data or {}), request_id=request_id(context)
+            )
         except InventoryInUse as exc:
             fail("InventoryInUse", exc, str(exc.detail or exc))
         except PlacementError as exc:
-            _field_failure(exc, rp_uuid, "inventories", None)
+            answer(
+                "set_inventory_for_provider",
+                exc,
+                rp_uuid=rp_uuid,
+                url=routes.provider_field(rp_uuid, "inventories"),
+                generation=self._field_generation(rp_uuid),
+            )
 
     def set_traits_for_provider(
         self,
@@ -379,23 +428,46 @@ class ProviderCalls(Base):
         traits: Iterable[str],
         generation: int | None = None,
     ) -> None:
-        """Make the provider's traits ``traits`` (custom traits created as needed).
+        """Make the provider's traits ``traits`` (custom traits created as needed), as nova's.
 
-        :param generation: nova's compare-and-swap: one write at it.
+        Nothing is sent when the view holds them already. With nova's
+        ``generation``: one write at it (a compare-and-swap); without: at the
+        generation the view proved them at, three-way on a conflict.
+
+        :raises ValueError: the provider is not in the view (as nova's cache).
         :raises ResourceProviderUpdateConflict: the provider is not at
-            ``generation`` (or, without one, conflicts outlasted the policy).
+            ``generation``, or another writer changed its traits since the view.
         :raises ResourceProviderUpdateFailed: Placement refused the write.
         """
-        rid = request_id(context)
-        providers = self._placement.providers
+        self._in_view(rp_uuid)
         names = set(traits)
+        rid = request_id(context)
         try:
-            for trait in names:
+            if generation is None:
+                self._views.write_field(rp_uuid, ProviderTraits, names, request_id=rid)
+                return
+            held = self._shown_view(rp_uuid)
+            if held is not None and set(held.traits) == names:
+                return
+            providers = self._placement.providers
+            for trait in sorted(names - set(held.traits if held else ())):
                 if trait.startswith("CUSTOM_"):
                     providers.ensure_trait(trait, global_request_id=rid)
             providers.set_traits(rp_uuid, names, generation=generation, global_request_id=rid)
         except PlacementError as exc:
-            _field_failure(exc, rp_uuid, "traits", generation)
+            answer(
+                "set_traits_for_provider",
+                exc,
+                rp_uuid=rp_uuid,
+                url=routes.provider_field(rp_uuid, "traits"),
+                generation=generation
+                if generation is not None
+                else self._field_generation(rp_uuid),
+            )
+
+    def _shown_view(self, rp_uuid: str) -> Any:
+        """The view's provider (its fields as proven), or None when the view lacks it."""
+        return self._views.current().get(rp_uuid) if self._shown(rp_uuid) else None
 
     def set_aggregates_for_provider(
         self,
@@ -405,69 +477,146 @@ class ProviderCalls(Base):
         use_cache: bool = True,
         generation: int | None = None,
     ) -> None:
-        """Make the provider's aggregates ``aggregates`` (``use_cache`` is accepted, unused).
+        """Make the provider's aggregates ``aggregates``, as nova's does.
 
+        With nova's ``generation``: one write at it, skipped when the view
+        holds the provider at that generation with those aggregates (a
+        conflict drops the provider from the view, as nova drops it from its
+        cache). Without: the view's generation, three-way (``use_cache``).
+
+        :raises ValueError: no ``generation`` and ``use_cache`` False, or the
+            provider is not in the view (as nova's).
         :raises ResourceProviderUpdateConflict: as for :meth:`set_traits_for_provider`.
         :raises ResourceProviderUpdateFailed: Placement refused the write.
         """
-        del use_cache  # the client's cache_ttl decides what is trusted
+        names = set(aggregates)
+        rid = request_id(context)
+        if generation is None and not use_cache:
+            raise ValueError("generation is required with use_cache=False")
         try:
+            if generation is None:
+                self._in_view(rp_uuid)
+                self._views.write_field(rp_uuid, ProviderAggregates, names, request_id=rid)
+                return
+            held = self._shown_view(rp_uuid)
+            if held is not None and held.generation == generation and set(held.aggregates) == names:
+                return
             self._placement.providers.set_aggregates(
-                rp_uuid,
-                set(aggregates),
-                generation=generation,
-                global_request_id=request_id(context),
+                rp_uuid, names, generation=generation, global_request_id=rid
             )
         except PlacementError as exc:
-            _field_failure(exc, rp_uuid, "aggregates", generation)
+            if isinstance(exc, GenerationConflict):
+                self._views.invalidate(rp_uuid)
+            answer(
+                "set_aggregates_for_provider",
+                exc,
+                rp_uuid=rp_uuid,
+                url=routes.provider_field(rp_uuid, "aggregates"),
+                generation=generation
+                if generation is not None
+                else self._field_generation(rp_uuid),
+            )
 
     def _host_provider(self, context: Any, host_name: str | None, rp_uuid: str | None) -> str:
         if rp_uuid is not None:
             return rp_uuid
-        return str(self.get_provider_by_name(context, host_name or "")["uuid"])
+        if host_name is None:
+            raise ValueError("Either host_name or rp_uuid is required")
+        return str(self.get_provider_by_name(context, host_name)["uuid"])
 
     def aggregate_add_host(
         self, context: Any, agg_uuid: str, host_name: str | None = None, rp_uuid: str | None = None
     ) -> None:
         """Add the host's provider to an aggregate, keeping its other memberships.
 
+        nova's read and write (three requests with ``host_name``: the provider
+        by name first), recomputed from a fresh read after a conflict.
+
+        :raises ValueError: neither ``host_name`` nor ``rp_uuid``.
         :raises ResourceProviderNotFound: no provider is named ``host_name``.
+        :raises ResourceProviderUpdateConflict: conflicts outlasted the policy.
         """
         rp = self._host_provider(context, host_name, rp_uuid)
-        self._placement.providers.add_aggregates(
-            rp, [agg_uuid], global_request_id=request_id(context)
-        )
+        try:
+            self._placement.providers.add_aggregates(
+                rp, [agg_uuid], global_request_id=request_id(context)
+            )
+        except PlacementError as exc:
+            answer(
+                "aggregate_add_host",
+                exc,
+                rp_uuid=rp,
+                name_or_uuid=host_name or rp,
+                url=routes.provider_field(rp, "aggregates"),
+            )
 
     def aggregate_remove_host(self, context: Any, agg_uuid: str, host_name: str) -> None:
         """Remove the host's provider from an aggregate, keeping its other memberships.
 
         :raises ResourceProviderNotFound: no provider is named ``host_name``.
+        :raises ResourceProviderUpdateConflict: conflicts outlasted the policy.
         """
         rp = self._host_provider(context, host_name, None)
-        self._placement.providers.remove_aggregates(
-            rp, [agg_uuid], global_request_id=request_id(context)
-        )
+        try:
+            self._placement.providers.remove_aggregates(
+                rp, [agg_uuid], global_request_id=request_id(context)
+            )
+        except PlacementError as exc:
+            answer(
+                "aggregate_remove_host",
+                exc,
+                rp_uuid=rp,
+                name_or_uuid=host_name,
+                url=routes.provider_field(rp, "aggregates"),
+            )
 
     # -- deletes ------------------------------------------------------------------------
     def delete_resource_provider(
         self, context: Any, compute_node: Any, cascade: bool = False
     ) -> None:
-        """Delete the compute node's provider; with ``cascade``, its consumers' allocations first.
+        """Delete the compute node's provider and its tree, leaves first, as nova's does.
 
-        A provider already gone is not an error, as in nova.
+        With ``cascade``, every consumer the node's provider holds
+        allocations for loses them first (nova's forced deletes; nova finds
+        those consumers in its database, the adapter in Placement). As
+        nova's, a provider that cannot be deleted (in use, refused) is left,
+        and one already gone is not an error.
 
-        :raises ResourceProviderInUse: allocations remain (without ``cascade``).
+        :raises ResourceProviderRetrievalFailed: the tree could not be read.
+        :raises AllocationDeleteFailed: a cascading delete was refused.
         """
+        rid = request_id(context)
+        uuid = compute_node.uuid
+        providers = self._placement.providers
+        if cascade:
+            try:
+                held = providers.get_provider_allocations(uuid, global_request_id=rid)
+            except ProviderNotFound:
+                held = None
+            except PlacementError as exc:
+                answer("delete_resource_provider read", exc, rp_uuid=uuid)
+                return
+            for consumer in sorted(held.consumers if held is not None else ()):
+                self.delete_allocation_for_instance(context, consumer, force=True)
         try:
-            self._placement.providers.delete_provider(
-                compute_node.uuid, cascade=cascade, global_request_id=request_id(context)
-            )
-        except ProviderNotFound:
-            LOG.debug("provider %s was already deleted", compute_node.uuid)
-        except ProviderInUse as exc:
-            fail("ResourceProviderInUse", exc)
+            tree = providers.list_providers(in_tree=uuid, global_request_id=rid)
         except PlacementError as exc:
-            fail("ResourceProviderDeletionFailed", exc, uuid=compute_node.uuid)
+            answer("delete_resource_provider read", exc, rp_uuid=uuid)
+            return
+        for rp in reversed(_parents_first(tree)):
+            try:
+                providers.delete_provider(rp.uuid, global_request_id=rid)
+            except ProviderNotFound:
+                LOG.debug("provider %s was already deleted", rp.uuid)
+            except PlacementError as exc:
+                LOG.warning("provider %s not deleted: %s", rp.uuid, exc)
+                answer("delete_resource_provider write", exc, rp_uuid=rp.uuid)
+            self._views.invalidate(rp.uuid)
+
+    def delete_allocation_for_instance(
+        self, context: Any, uuid: str, consumer_type: str = "instance", force: bool = False
+    ) -> bool | None:
+        raise NotImplementedError  # provided by AllocationCalls
 
     def get_allocations_for_provider_tree(self, context: Any, nodename: str) -> dict[str, Any]:
         """``{consumer: get_allocs_for_consumer(...)}`` for every consumer of the node's providers.

@@ -196,3 +196,11 @@ def test_past_the_window_a_tree_only_allocations_moved_is_proven_without_nova_s_
             "/resource_providers",  # the sharing providers of the root's aggregate
         ]
     )
+
+
+def test_the_adapter_has_every_public_method_of_novas_client_with_its_parameters() -> None:
+    from tests.nova.run import interface_differences
+
+    methods, differences = interface_differences()
+    assert methods == 33
+    assert differences == []

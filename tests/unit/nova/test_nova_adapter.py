@@ -604,24 +604,50 @@ def test_clear_and_invalidate_drop_the_view_without_a_request(
     assert tree.get_provider_uuids() == [root, child]
 
 
+@pytest.mark.usefixtures("nova_tree_module")
 def test_set_traits_for_provider_with_a_stale_generation_is_a_conflict(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str
 ) -> None:
+    nova.get_provider_tree_and_ensure_root(ctx, host)
     stale = fake.provider_generation(host)
     fake.set_traits(host, ["HW_CPU_X86_AVX2"])
+    with pytest.raises(reportclient.ProviderChanged):  # from the view: as nova's stale cache
+        nova.set_traits_for_provider(ctx, host, ["CUSTOM_NEW"])
     with pytest.raises(reportclient.GenerationConflict):
         nova.set_traits_for_provider(ctx, host, ["CUSTOM_NEW"], generation=stale)
-    nova.set_traits_for_provider(ctx, host, ["CUSTOM_NEW"])
+    # nova's compute manager: the traits read afresh, its own added, at that generation.
+    info = nova.get_provider_traits(ctx, host)
+    nova.set_traits_for_provider(
+        ctx, host, info.traits | {"CUSTOM_NEW"}, generation=info.generation
+    )
     assert nova.get_provider_traits(ctx, host) == TraitInfo(
-        {"CUSTOM_NEW"}, fake.provider_generation(host)
+        {"CUSTOM_NEW", "HW_CPU_X86_AVX2"}, fake.provider_generation(host)
     )
 
 
-def test_set_inventory_for_provider_creates_custom_classes(
+def test_a_provider_field_write_needs_the_provider_in_view_as_novas_cache(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str
 ) -> None:
+    fake.reset_requests()
+    with pytest.raises(ValueError):
+        nova.set_inventory_for_provider(ctx, host, {"VCPU": {"total": 2}})
+    with pytest.raises(ValueError):
+        nova.set_traits_for_provider(ctx, host, ["HW_CPU_X86_AVX2"])
+    with pytest.raises(ValueError):
+        nova.set_aggregates_for_provider(ctx, host, [new_id()], use_cache=False)
+    assert fake.requests == []
+
+
+@pytest.mark.usefixtures("nova_tree_module")
+def test_set_inventory_for_provider_creates_custom_classes_and_skips_an_unchanged_one(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str
+) -> None:
+    nova.get_provider_tree_and_ensure_root(ctx, host)
     nova.set_inventory_for_provider(ctx, host, {"CUSTOM_FPGA": {"total": 2}})
     assert fake.inventory(host)["CUSTOM_FPGA"].total == 2
+    fake.reset_requests()
+    nova.set_inventory_for_provider(ctx, host, {"CUSTOM_FPGA": {"total": 2}})
+    assert fake.requests == []  # the view holds it: nothing to send, as nova's cache
 
 
 def test_provider_by_name_and_aggregate_membership(
@@ -637,16 +663,17 @@ def test_provider_by_name_and_aggregate_membership(
         nova.get_provider_by_name(ctx, "no-such-host")
 
 
-def test_delete_resource_provider_with_cascade_releases_its_consumers(
+def test_delete_resource_provider_leaves_one_in_use_and_cascade_releases_its_consumers(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str
 ) -> None:
     consumer = new_id()
     fake.put_allocations(consumer, {host: {"VCPU": 1}}, project_id=PROJECT, user_id=USER)
-    with pytest.raises(reportclient.ProviderInUse):
-        nova.delete_resource_provider(ctx, FakeComputeNode(host))
+    assert nova.delete_resource_provider(ctx, FakeComputeNode(host)) is None  # as nova: left
+    assert fake.provider_generation(host) is not None
     nova.delete_resource_provider(ctx, FakeComputeNode(host), cascade=True)
     nova.delete_resource_provider(ctx, FakeComputeNode(host))  # already gone: fine
     assert fake.allocations(consumer) == {}
+    assert nova.get_providers_in_tree(ctx, host) == []
 
 
 # -- scheduling and usages ---------------------------------------------------------------------
