@@ -40,7 +40,7 @@ from reportclient.nova._common import (
     nova_module,
 )
 from reportclient.nova._common import request_id as _request_id
-from reportclient.nova._errors import fail, keystoneauth_error
+from reportclient.nova._errors import answer, keystoneauth_error
 from reportclient.nova._providers import ProviderCalls, specs_of
 from reportclient.nova._query import query_from_string, query_of
 from reportclient.nova._raw import error_body, response_of
@@ -213,7 +213,8 @@ class SchedulerReportClient(AllocationCalls, ProviderCalls):
             )
         except PlacementError as exc:
             LOG.error("allocation candidates for %s failed: %s", resources, exc)
-            return None, None, None
+            failed: tuple[Any, Any, Any] = answer("get_allocation_candidates", exc)
+            return failed
         requests = [ar.to_json() for ar in found.allocation_requests]
         summaries = {
             uuid: {
@@ -229,13 +230,16 @@ class SchedulerReportClient(AllocationCalls, ProviderCalls):
         return requests, summaries, CANDIDATES_VERSION
 
     # -- usages -------------------------------------------------------------------------------
-    def _usages(self, context: Any, project_id: str, user_id: str | None = None) -> dict[str, int]:
+    def _usages(
+        self, method: str, context: Any, project_id: str, user_id: str | None = None
+    ) -> dict[str, int]:
         try:
             got = self._placement.get_usages(
                 project_id, user_id=user_id, global_request_id=_request_id(context)
             )
         except PlacementError as exc:
-            fail("UsagesRetrievalFailed", exc, project_id=project_id, user_id=user_id)
+            failed: dict[str, int] = answer(method, exc, project_id=project_id, user_id=user_id)
+            return failed
         return dict(got.usages)
 
     def get_usages_counts_for_limits(self, context: Any, project_id: str) -> dict[str, int]:
@@ -243,7 +247,7 @@ class SchedulerReportClient(AllocationCalls, ProviderCalls):
 
         :raises UsagesRetrievalFailed: Placement answered with an error.
         """
-        return self._usages(context, project_id)
+        return self._usages("get_usages_counts_for_limits", context, project_id)
 
     def get_usages_counts_for_quota(
         self, context: Any, project_id: str, user_id: str | None = None
@@ -261,7 +265,8 @@ class SchedulerReportClient(AllocationCalls, ProviderCalls):
                 "ram": usages.get("MEMORY_MB", 0),
             }
 
-        out = {"project": counts(self._usages(context, project_id))}
+        method = "get_usages_counts_for_quota"
+        out = {"project": counts(self._usages(method, context, project_id))}
         if user_id:
-            out["user"] = counts(self._usages(context, project_id, user_id))
+            out["user"] = counts(self._usages(method, context, project_id, user_id))
         return out

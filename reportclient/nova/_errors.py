@@ -121,10 +121,28 @@ _KS_BY_NAME = {
 
 
 def _chain(exc: BaseException) -> tuple[str, ...]:
-    """The names of the transport failures under ``exc`` (the wire keeps names, never objects)."""
-    cause = exc.__cause__
-    names: tuple[str, ...] = getattr(cause, "chain", ())
-    return tuple(name.rpartition(".")[2] for name in names)
+    """The names of the transport failures under ``exc`` (the wire keeps names, never objects).
+
+    Followed down the causes and contexts: an ``OutcomeUnknown`` is raised
+    from the lost answer's error, itself from the transport's failure.
+    """
+    names: list[str] = []
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        names.extend(name.rpartition(".")[2] for name in getattr(at, "chain", ()))
+        at = at.__cause__ or at.__context__
+    return tuple(names)
+
+
+def _transport(exc: PlacementError) -> Situation:
+    """A failure with no answer: keystoneauth's ConnectTimeout (any timeout) or ConnectFailure."""
+    names = _chain(exc)
+    timed_out = {"ConnectTimeout", "ReadTimeout", "Timeout", "SSLError"} & set(names)
+    if timed_out or "read timeout" in exc.message:
+        return Situation.TIMEOUT
+    return Situation.UNREACHABLE
 
 
 def situation(exc: PlacementError) -> Situation:
@@ -136,7 +154,7 @@ def situation(exc: PlacementError) -> Situation:
         return situation(last) if last is not None else Situation.CONFLICT
     if isinstance(exc, OutcomeUnknown):
         # A write's answer lost and not settled: a 5xx, else a timeout or a reset.
-        return Situation.SERVER if exc.status is not None else Situation.TIMEOUT
+        return Situation.SERVER if exc.status is not None else _transport(exc)
     if isinstance(exc, (ConsumerChanged, ConsumerGone, AllocationsNotHeld)):
         # The consumer is not as the call presumes (another writer changed
         # it, it holds nothing, or less than asked): nova's consumer failure.
@@ -154,10 +172,7 @@ def situation(exc: PlacementError) -> Situation:
     if isinstance(exc, PlacementUnavailable):
         if exc.status is not None:
             return Situation.SERVER
-        names = _chain(exc)
-        if "ConnectTimeout" in names or "SSLError" in names or "read timeout" in exc.message:
-            return Situation.TIMEOUT
-        return Situation.UNREACHABLE
+        return _transport(exc)
     if exc.status == 409:
         return Situation.REFUSED_409
     if exc.status is not None and exc.status >= 500:
@@ -403,9 +418,6 @@ def keystoneauth_error(exc: PlacementError) -> Exception:
         cause, ks_exc.ClientException
     ):
         return cause
-    if isinstance(exc, OutcomeUnknown):
-        made: Exception = ks_exc.ConnectTimeout(exc.message)
-        return made
     for name in _chain(exc):
         kind = _KS_BY_NAME.get(name)
         if kind is not None:

@@ -31,14 +31,13 @@ from reportclient._model.providers import (
 )
 from reportclient._model.tree_view import TreeView
 from reportclient.errors import (
-    DuplicateName,
     GenerationConflict,
     InventoryInUse,
     PlacementError,
     ProviderNotFound,
 )
 from reportclient.nova._common import LOG, Base, TraitInfo, nova_module, request_id
-from reportclient.nova._errors import answer, fail
+from reportclient.nova._errors import Situation, answer, fail, situation
 
 __all__ = ["SHARES_VIA_AGGREGATE", "ProviderCalls", "provider_tree_of", "specs_of"]
 
@@ -104,9 +103,8 @@ def _parents_first(providers: list[ResourceProvider]) -> list[ResourceProvider]:
     return out
 
 
-def _conflict_generation(exc: GenerationConflict, views: TreeViews, uuid: str) -> int:
+def _conflict_generation(views: TreeViews, uuid: str) -> int:
     """The generation nova's conflict names: the provider's as the view last recorded it."""
-    del exc
     record = next((rp for rp, _sharing in views.shown() if rp.uuid == uuid), None)
     return record.generation if record is not None else -1
 
@@ -158,7 +156,7 @@ class ProviderCalls(Base):
                 rp_uuid, global_request_id=request_id(context)
             )
         except PlacementError as exc:
-            fail("ResourceProviderTraitRetrievalFailed", exc, uuid=rp_uuid)
+            return answer("get_provider_traits", exc, rp_uuid=rp_uuid)
         return TraitInfo(traits=set(got.traits), generation=got.generation)
 
     def get_resource_provider_name(self, context: Any, uuid: str) -> str:
@@ -172,10 +170,9 @@ class ProviderCalls(Base):
             return held[0].name
         try:
             rp = self._placement.providers.get_provider(uuid, global_request_id=request_id(context))
-        except ProviderNotFound as exc:
-            fail("ResourceProviderNotFound", exc, name_or_uuid=uuid)
         except PlacementError as exc:
-            fail("ResourceProviderRetrievalFailed", exc, uuid=uuid)
+            name: str = answer("get_resource_provider_name", exc, rp_uuid=uuid, name_or_uuid=uuid)
+            return name
         return rp.name
 
     def _shown(self, name_or_uuid: str) -> list[ResourceProvider]:
@@ -203,17 +200,24 @@ class ProviderCalls(Base):
                 in_tree=uuid, global_request_id=request_id(context)
             )
         except PlacementError as exc:
-            fail("ResourceProviderRetrievalFailed", exc, uuid=uuid)
+            failed: list[dict[str, Any]] = answer("get_providers_in_tree", exc, rp_uuid=uuid)
+            return failed
         return [_provider_dict(rp) for rp in rps]
 
     def get_provider_by_name(self, context: Any, name: str) -> dict[str, Any]:
         """The provider named ``name`` as a dict.
 
-        :raises ResourceProviderNotFound: no provider has that name.
+        :raises ResourceProviderNotFound: no provider has that name, or
+            Placement answered with an error (as nova's).
+        :raises PlacementAPIConnectFailure: Placement could not be reached.
         """
-        rps = self._placement.providers.list_providers(
-            name=name, global_request_id=request_id(context)
-        )
+        try:
+            rps = self._placement.providers.list_providers(
+                name=name, global_request_id=request_id(context)
+            )
+        except PlacementError as exc:
+            failed: dict[str, Any] = answer("get_provider_by_name", exc, name_or_uuid=name)
+            return failed
         if not rps:
             fail(
                 "ResourceProviderNotFound",
@@ -223,12 +227,6 @@ class ProviderCalls(Base):
         return _provider_dict(rps[0])
 
     # -- trees: nova's ProviderTree cache, as a view kept by the library --------------------
-    def _tree_failure(self, exc: PlacementError, rp_uuid: str, name: str | None) -> NoReturn:
-        """nova's error for ensuring a provider's tree: its creation, or reading it."""
-        if isinstance(exc, DuplicateName) or exc.method == "POST":
-            fail("ResourceProviderCreationFailed", exc, name=name or rp_uuid)
-        fail("ResourceProviderRetrievalFailed", exc, uuid=rp_uuid)
-
     def _ensured(
         self, context: Any, rp_uuid: str, name: str | None, parent: str | None
     ) -> TreeView:
@@ -237,7 +235,10 @@ class ProviderCalls(Base):
                 rp_uuid, name=name, parent=parent, request_id=request_id(context)
             )
         except PlacementError as exc:
-            self._tree_failure(exc, rp_uuid, name)
+            failed: TreeView = answer(
+                "get_provider_tree_and_ensure_root", exc, rp_uuid=rp_uuid, name=name or rp_uuid
+            )
+            return failed
 
     def get_provider_tree_and_ensure_root(
         self,
@@ -305,11 +306,9 @@ class ProviderCalls(Base):
         views = self._views
         specs = specs_of(new_tree)
         scope = getattr(new_tree, "scope_rp_uuid", None)
-        try:
-            plan = views.plan(specs, scope=scope, request_id=rid)
-        except PlacementError as exc:
-            fail("ResourceProviderSyncFailed", exc)
         with self._syncing(scope or (specs[0].uuid if specs else "")):
+            plan = views.plan(specs, scope=scope, request_id=rid)
+        with self._syncing(scope or (specs[0].uuid if specs else ""), "create"):
             views.create(plan, request_id=rid)
         if allocations is not None:
             # A provider the tree added carries no generation (nova stuffs the
@@ -327,7 +326,7 @@ class ProviderCalls(Base):
                 views.write(plan, spec.uuid, request_id=rid)
 
     @contextlib.contextmanager
-    def _syncing(self, rp_uuid: str) -> Iterator[None]:
+    def _syncing(self, rp_uuid: str, step: str = "write") -> Iterator[None]:
         """nova's ``catch_all``: its errors for a flush step, the tree around ``rp_uuid`` dropped.
 
         A conflict is nova's ``ResourceProviderUpdateConflict`` (its tracker
@@ -342,17 +341,16 @@ class ProviderCalls(Base):
             yield
         except InventoryInUse as exc:
             fail("InventoryInUse", exc, str(exc.detail or exc))
-        except GenerationConflict as exc:
-            fail(
-                "ResourceProviderUpdateConflict",
-                exc,
-                uuid=rp_uuid,
-                generation=_conflict_generation(exc, self._views, rp_uuid),
-                error=str(exc),
-            )
         except PlacementError as exc:
-            self._drop_tree(rp_uuid)
-            fail("ResourceProviderSyncFailed", exc)
+            if situation(exc) not in (Situation.CONFLICT, Situation.CONSUMER_CONFLICT):
+                self._drop_tree(rp_uuid)
+            answer(
+                f"update_from_provider_tree {step}",
+                exc,
+                rp_uuid=rp_uuid,
+                name=rp_uuid,
+                generation=_conflict_generation(self._views, rp_uuid),
+            )
 
     def _drop_tree(self, rp_uuid: str) -> None:
         """Drop the tree ``rp_uuid`` is in from the view, as nova clears its cache for it."""
@@ -371,13 +369,12 @@ class ProviderCalls(Base):
     ) -> None:
         try:
             self._views.reshape(plan, generations, allocations, request_id=rid)
-        except GenerationConflict as exc:
-            # The allocations were computed from what nova read: nova reads
-            # again (its tracker redrives), so nothing of the view is kept.
-            self._views.clear()
-            fail("PlacementReshapeConflict", exc, error=str(exc))
         except PlacementError as exc:
-            fail("ReshapeFailed", exc, error=str(exc))
+            if situation(exc) in (Situation.CONFLICT, Situation.CONSUMER_CONFLICT):
+                # The allocations were computed from what nova read: nova reads
+                # again (its tracker redrives), so nothing of the view is kept.
+                self._views.clear()
+            answer("update_from_provider_tree reshape", exc)
 
     # -- fields: nova's set_*_for_provider, on the view ----------------------------------
     def _in_view(self, rp_uuid: str) -> None:
