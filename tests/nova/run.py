@@ -101,9 +101,25 @@ def _paste_config_fix() -> None:
 
 
 class _Outcomes(unittest.TestResult):
+    """Each test's outcome, and the Placement requests its report client sent."""
+
     def __init__(self) -> None:
         super().__init__()
         self.outcome: dict[str, str] = {}
+        self.requests: dict[str, int] = {}
+        self._before = 0
+
+    def startTest(self, test: unittest.TestCase) -> None:  # noqa: N802
+        from tests.nova import swap
+
+        super().startTest(test)
+        self._before = swap.SENT[0]
+
+    def stopTest(self, test: unittest.TestCase) -> None:  # noqa: N802
+        from tests.nova import swap
+
+        self.requests[test.id()] = swap.SENT[0] - self._before
+        super().stopTest(test)
 
     def addSuccess(self, test: unittest.TestCase) -> None:  # noqa: N802
         self.outcome[test.id()] = "pass"
@@ -122,13 +138,18 @@ class _Outcomes(unittest.TestResult):
         self.outcome[test.id()] = f"skipped: {reason}"
 
 
-def run(client: str) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """Every chosen test's outcome, and the private names of those that use some."""
+def run(client: str) -> tuple[dict[str, str], dict[str, list[str]], dict[str, int]]:
+    """Every chosen test's outcome, the private names of those that use some, and the
+    Placement requests each test's report clients sent."""
     warnings.simplefilter("ignore")
-    if client == "reportclient":
-        from tests.nova import swap
+    # nova's TestCase turns this into a per-test timeout: a test that hangs fails
+    # instead of stopping the run.
+    os.environ.setdefault("OS_TEST_TIMEOUT", str(TEST_TIMEOUT))
+    from tests.nova import swap
 
+    if client == "reportclient":
         swap.install()
+    swap.count_report_client_requests()
     _paste_config_fix()
     suite = unittest.TestSuite()
     for name, pattern in SUITES:
@@ -138,7 +159,7 @@ def run(client: str) -> tuple[dict[str, str], dict[str, list[str]]]:
     private = {t.id(): uses for t in _tests(suite) if (uses := private_uses(t))}
     result = _Outcomes()
     suite.run(result)
-    return result.outcome, private
+    return result.outcome, private, result.requests
 
 
 _out = sys.stdout
@@ -167,6 +188,57 @@ def interface_differences() -> tuple[int, list[str]]:
         if theirs != mine:
             differences.append(f"{name}: nova takes {theirs}, the adapter {mine}")
     return len(names), differences
+
+
+#: Seconds a nova test may take before nova's TestCase fails it (OS_TEST_TIMEOUT).
+TEST_TIMEOUT = 240
+
+
+def module_of(test_id: str) -> str:
+    """The test's module under nova.tests.functional (``test_servers``, ``regressions``...)."""
+    parts = test_id.split(".")
+    return "regressions" if "regressions" in parts else parts[3]
+
+
+def by_module(
+    counted: list[str],
+    outcome: dict[str, str],
+    own: dict[str, str],
+    requests: dict[str, int],
+    own_requests: dict[str, int],
+) -> list[str]:
+    """The counted tests by module: how many pass on each client, and the requests each sent.
+
+    Requests are compared over the tests that pass on both clients (a failing
+    test stops early and sends fewer).
+    """
+    rows: dict[str, list[int]] = {}
+    for test in counted:
+        row = rows.setdefault(module_of(test), [0, 0, 0, 0, 0, 0])
+        row[0] += 1
+        row[1] += own.get(test) == "pass"
+        row[2] += outcome[test] == "pass"
+        if own.get(test) == "pass" and outcome[test] == "pass":
+            row[3] += 1
+            row[4] += own_requests.get(test, 0)
+            row[5] += requests.get(test, 0)
+    lines = [
+        "| module | counted | pass: nova's client | pass: adapter | both pass "
+        "| requests: nova's client | requests: adapter | adapter/nova |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    total = [0, 0, 0, 0, 0, 0]
+    for module in sorted(rows):
+        row = rows[module]
+        total = [a + b for a, b in zip(total, row, strict=True)]
+        lines.append(_row(module, row))
+    lines.append(_row("**all**", total))
+    return lines
+
+
+def _row(name: str, row: list[int]) -> str:
+    ratio = f"{row[5] / row[4]:.2f}" if row[4] else "-"
+    return f"| {name} | {row[0]} | {row[1]} | {row[2]} | {row[3]} | {row[4]} | {row[5]} | {ratio} |"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,11 +270,15 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
     started = time.monotonic()
-    outcome, private = run(args.client)
+    outcome, private, requests = run(args.client)
     took = time.monotonic() - started
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"outcome": outcome, "private": private}, out, indent=1)
+            json.dump(
+                {"outcome": outcome, "private": private, "requests": requests, "seconds": took},
+                out,
+                indent=1,
+            )
     if not args.compare:
         passed = sum(v == "pass" for v in outcome.values())
         total = len(outcome)
@@ -212,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"nova's own client run exited {beside.returncode}")
         return 1
     with open(args.compare) as given:
-        own = json.load(given)["outcome"]
+        recorded = json.load(given)
+    own = recorded["outcome"]
+    own_requests: dict[str, int] = recorded.get("requests", {})
     methods, differences = interface_differences()
     say(
         f"SchedulerReportClient's public methods: {methods - len(differences)} of {methods} "
@@ -236,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\nnova functional on reportclient: {len(ours)} passed of {len(counted)} "
         f"(nova's own client: {len(theirs)} passed) in {took:.0f} s"
     )
+    say("\n" + "\n".join(by_module(counted, outcome, own, requests, own_requests)))
     known = [t for t in counted if outcome[t] != "pass" and t in KNOWN]
     failed = len(counted) - len(ours) - len(known)
     say(f"{len(known)} known difference(s) listed above, not counted as failures")

@@ -26,6 +26,18 @@ __all__ = ["install"]
 _current: list[Any] = []  # the nova PlacementFixture set up last
 
 
+#: Requests the report clients under test sent to Placement (both clients, as run.py counts).
+SENT = [0]
+
+
+class CountingAdapter(ks_adapter.Adapter):  # type: ignore[misc]
+    """The adapter's own wire: every request it sends is counted in :data:`SENT`."""
+
+    def request(self, url: str, method: str, **kwargs: Any) -> Any:
+        SENT[0] += 1
+        return super().request(url, method, **kwargs)
+
+
 class SwappedReportClient(reportclient.nova.SchedulerReportClient):
     """The adapter, built on the Placement the running nova test set up."""
 
@@ -35,9 +47,34 @@ class SwappedReportClient(reportclient.nova.SchedulerReportClient):
             raise RuntimeError("no nova PlacementFixture is set up")
         fixture = _current[-1]
         session = ks_session.Session(auth=token_endpoint.Token(fixture.endpoint, fixture.token))
-        return ks_adapter.Adapter(
+        return CountingAdapter(
             session, service_type="placement", endpoint_override=fixture.endpoint
         )
+
+
+def count_report_client_requests() -> None:
+    """Count what a report client sends through nova's PlacementFixture, whichever client.
+
+    nova's fixture replaces ``SchedulerReportClient.get/put/post/delete`` with its
+    ``_fake_*`` methods, called with the report client as ``client`` (the
+    fixture's own API client for the tests' assertions passes None): nova's
+    client sends everything that way, the adapter its raw calls (its typed
+    requests go through :class:`CountingAdapter`).
+    """
+    from nova.tests.functional import fixtures as nova_fixtures
+
+    for verb in ("get", "put", "post", "delete"):
+        name = f"_fake_{verb}"
+        original = getattr(nova_fixtures.PlacementFixture, name)
+
+        def counting(
+            self: Any, client: Any, *args: Any, _sent: Any = original, **kwargs: Any
+        ) -> Any:
+            if client is not None:
+                SENT[0] += 1
+            return _sent(self, client, *args, **kwargs)
+
+        setattr(nova_fixtures.PlacementFixture, name, counting)
 
 
 def install() -> None:
