@@ -20,6 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nova's resource tracker per period, nova's client beside the adapter",
     ),
     "surface": ("bench.surface", "moves, allocation candidates and reconcile beside nova"),
+    "claims": (
+        "bench.claims_nova",
+        "fresh claims as nova's scheduler makes them, nova beside adapter",
+    ),
     "saturation": ("bench.saturation", "claims at 0.5x-2x capacity beside provider writers (37)"),
     "overlap": ("bench.overlap", "two threads of one client overlap on a consumer (issue 35)"),
     "fake-vs-real": ("bench.fake_vs_real", "time per claim on the fake beside the real one"),

@@ -207,8 +207,7 @@ class TreeViews:
         """The view as kept: no request, but for what the gateway forgot since it was proven.
 
         A tree the gateway no longer knows whole is listed again; a field it
-        forgot (or one proven at a lower generation than its provider's
-        others) is read.
+        forgot is read. Nothing else is proven again inside the window.
         """
         with self._lock:
             roots = list(self._roots.items())
@@ -250,7 +249,7 @@ class TreeViews:
     def _provider(
         self, rp: ResourceProvider, sharing: bool, request_id: str | None
     ) -> ProviderView:
-        """One provider at one generation, reading what the cache lacks or holds lower."""
+        """One provider as the view holds it, reading a field the cache forgot."""
         fields = self._fields(rp.uuid, request_id)
         inventories = fields[ProviderInventories.ROUTE]
         traits = fields[ProviderTraits.ROUTE]
