@@ -517,7 +517,7 @@ class TreeViews:
         kind: type[Snapshot],
         wanted: Any,
         held: Any,
-        ensured: set[str],
+        ensured: set[tuple[str, str]],
         request_id: str | None,
     ) -> None:
         """Create the custom classes or traits a write names that the provider does not hold.
@@ -528,9 +528,10 @@ class TreeViews:
             return
         route = "resource_classes" if kind is ProviderInventories else "traits"
         for name in sorted(set(wanted) - set(held)):
-            if name.startswith("CUSTOM_") and name not in ensured:
+            # A trait and a resource class may share a name: each is its own.
+            if name.startswith("CUSTOM_") and (route, name) not in ensured:
                 self._gateway.ensure(route, name, request_id)
-                ensured.add(name)
+                ensured.add((route, name))
 
     def _write(
         self, kind: type[Snapshot], uuid: str, base: Any, wanted: Any, request_id: str | None

@@ -131,15 +131,16 @@ class FlushPlan:
     :param add: described providers the view does not hold, parents first.
     :param remove: providers the view holds in the flush's scope that the
         description does not, leaves first.
-    :param ensured: custom classes and traits this flush made sure exist
-        (filled as it goes, so each is ensured once).
+    :param ensured: (route, name) of the custom classes and traits this
+        flush made sure exist (filled as it goes, so each is ensured once; a
+        trait and a class may share a name).
     """
 
     described: tuple[ProviderSpec, ...]
     old: TreeView
     add: tuple[ProviderSpec, ...]
     remove: tuple[str, ...]
-    ensured: set[str] = field(default_factory=set, compare=False)
+    ensured: set[tuple[str, str]] = field(default_factory=set, compare=False)
 
 
 def flush_plan(old: TreeView, new: Sequence[ProviderSpec], scope: str | None) -> FlushPlan:

@@ -30,26 +30,40 @@ _current: list[Any] = []  # the nova PlacementFixture set up last
 SENT = [0]
 
 
-class CountingAdapter(ks_adapter.Adapter):  # type: ignore[misc]
-    """The adapter's own wire: every request it sends is counted in :data:`SENT`."""
+class FixtureAdapter(ks_adapter.Adapter):  # type: ignore[misc]
+    """An Adapter to the Placement of the nova test running now, counting what it sends.
+
+    nova's fixture patches the report client's class, so one client built in
+    one test (nova's ``report_client_singleton``, a service started before the
+    fixture) reaches the next test's Placement. The adapter is built once
+    with its client: it finds the fixture in force at each request, its
+    endpoint and token, as nova's patched methods do.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(ks_session.Session(), service_type="placement")
+        self._serving: Any = None
 
     def request(self, url: str, method: str, **kwargs: Any) -> Any:
+        if not _current:
+            raise RuntimeError("no nova PlacementFixture is set up")
+        fixture = _current[-1]
+        if fixture is not self._serving:
+            self.session = ks_session.Session(
+                auth=token_endpoint.Token(fixture.endpoint, fixture.token)
+            )
+            self.endpoint_override = fixture.endpoint
+            self._serving = fixture
         SENT[0] += 1
         return super().request(url, method, **kwargs)
 
 
 class SwappedReportClient(reportclient.nova.SchedulerReportClient):
-    """The adapter, built on the Placement the running nova test set up."""
+    """The adapter, on the Placement of whichever nova test is running."""
 
     @staticmethod
     def _default_adapter() -> ks_adapter.Adapter:
-        if not _current:
-            raise RuntimeError("no nova PlacementFixture is set up")
-        fixture = _current[-1]
-        session = ks_session.Session(auth=token_endpoint.Token(fixture.endpoint, fixture.token))
-        return CountingAdapter(
-            session, service_type="placement", endpoint_override=fixture.endpoint
-        )
+        return FixtureAdapter()
 
 
 def count_report_client_requests() -> None:

@@ -282,3 +282,14 @@ def test_a_flush_deletes_what_the_tree_dropped_and_creates_nothing_twice(
     views.flush(tree(root, child, agg)[:1])
     assert sent(fake) == [("DELETE", "/resource_providers/{rp}")]
     assert views.current().uuids == [root]
+
+
+def test_a_custom_trait_and_a_custom_class_of_one_name_are_both_ensured(
+    views: TreeViews, fake: FakePlacement
+) -> None:
+    """nova's provider config names a host's trait and its class alike (CUSTOM_FAKE_HOST)."""
+    root = new_id()
+    views.ensure(root, name="cn1")
+    views.flush([ProviderSpec(root, "cn1", None, {"CUSTOM_FAKE_HOST": 1}, {"CUSTOM_FAKE_HOST"})])
+    assert fake.traits(root) == {"CUSTOM_FAKE_HOST"}
+    assert fake.inventory(root)["CUSTOM_FAKE_HOST"].total == 1
