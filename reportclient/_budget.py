@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_BUDGET_WINDOW",
     "MAX_REQUESTS",
     "BudgetStats",
+    "Charge",
     "GiveUp",
     "Operation",
     "RetryBudget",
@@ -130,6 +131,13 @@ class BudgetStats:
     refunded: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """One retry a budget granted: the bucket of the window it was counted in."""
+
+    bucket: int
+
+
 class RetryBudget:
     """First attempts and retries over a sliding window; thread-safe, shared by a client.
 
@@ -182,32 +190,39 @@ class RetryBudget:
 
     def try_withdraw(self) -> bool:
         """Spend one retry if the window allows it; False (nothing spent) if not."""
+        return self.charge() is not None
+
+    def charge(self) -> Charge | None:
+        """Spend one retry if the window allows it: the charge, to refund it by; None if not."""
         with self._lock:
             bucket = self._bucket()
             firsts = sum(b[1] for b in self._buckets)
             retries = sum(b[2] for b in self._buckets)
             if not allows(firsts, retries, ratio=self.ratio, floor=self.floor, window=self.window):
                 self._totals[2] += 1
-                return False
+                return None
             bucket[2] += 1
             self._totals[1] += 1
-            return True
+            return Charge(bucket[0])
 
-    def refund(self) -> None:
+    def refund(self, charge: Charge | None = None) -> None:
         """A retry succeeded: give its token back.
 
-        The newest retry still in the window is returned: the one that just
-        succeeded, or (another thread's being newer) one as recent, which
-        leaves the window's count the same. A retry already out of the
-        window counts for nothing, so there is nothing to give back.
+        With its ``charge``, exactly that retry is given back, while it is
+        still in the window; once it has left the window it counts for
+        nothing, and neither is another retry given back in its place (that
+        would lend the window a token another operation's failed retry
+        spent). Without one, the newest retry still in the window.
         """
         with self._lock:
             self._bucket()
             for bucket in reversed(self._buckets):
+                if charge is not None and bucket[0] != charge.bucket:
+                    continue
                 if bucket[2]:
                     bucket[2] -= 1
                     self._totals[3] += 1
-                    return
+                return
 
     def stats(self) -> BudgetStats:
         """First attempts, retries, refused and refunded retries since the budget was made."""
@@ -225,6 +240,8 @@ class Operation:
     refused: GiveUp | None = None
     #: Retries the budget granted this operation so far.
     granted: int = 0
+    #: The last of them (what a success refunds).
+    last_charge: Charge | None = None
 
     def retry(self, *, policy_stops: bool, cost: int) -> GiveUp | None:
         """Decide a retry (:func:`next_retry`), spending from the budget if it goes."""
@@ -232,8 +249,10 @@ class Operation:
             policy_stops=policy_stops, requests=self.requests, cost=cost, bound=MAX_REQUESTS
         )
         if reason is None and self.budget is not None:
-            if self.budget.try_withdraw():
+            charge = self.budget.charge()
+            if charge is not None:
                 self.granted += 1
+                self.last_charge = charge
             else:
                 reason = GiveUp.BUDGET
         if reason is not GiveUp.POLICY:
@@ -243,13 +262,13 @@ class Operation:
     def succeeded(self, *, granted_before: int) -> None:
         """A write or read that began when :attr:`granted` was ``granted_before`` succeeded.
 
-        If it was retried, its last retry succeeded and is refunded: one
-        token, whatever the retries before it cost. An operation of several
-        writes (reconcile's) gets one back for each write that succeeded
-        on a retry.
+        If it was retried, its last retry succeeded and is refunded: that
+        retry's own charge, whatever the retries before it cost, and nothing
+        once that charge has left the window. An operation of several writes
+        (reconcile's) gets one back for each write that succeeded on a retry.
         """
         if self.budget is not None and self.granted > granted_before:
-            self.budget.refund()
+            self.budget.refund(self.last_charge)
 
 
 _CURRENT: ContextVar[Operation | None] = ContextVar("reportclient_operation", default=None)

@@ -88,6 +88,35 @@ def test_a_refund_after_the_retries_left_the_window_gives_nothing_back() -> None
     assert budget.stats().refunded == 0
 
 
+def test_a_refund_gives_back_its_own_charge_not_another_operations() -> None:
+    """Issue 49: a retry that succeeded after its own charge aged out (a read that waited
+    out a long timeout) must not give back another operation's failed retry."""
+    clock = FakeClock()
+    budget = reportclient.RetryBudget(ratio=0.0, floor=0.2, window=10.0, clock=clock)
+    mine = budget.charge()
+    assert mine is not None
+    clock.advance(10.0)  # the slow retry's charge leaves the window
+    theirs = budget.charge()  # another operation's retry, which will fail
+    assert theirs is not None
+    budget.refund(mine)  # the slow retry succeeds now
+    assert budget.stats().refunded == 0
+    assert budget.try_withdraw()  # the floor allows 2 in the window: theirs and one more
+    assert not budget.try_withdraw()
+
+
+def test_a_refund_of_a_charge_in_the_window_gives_that_one_back() -> None:
+    clock = FakeClock()
+    budget = reportclient.RetryBudget(ratio=0.0, floor=0.2, window=10.0, clock=clock)
+    first = budget.charge()
+    clock.advance(5.0)
+    assert budget.charge() is not None
+    assert budget.charge() is None  # two in the window: none left
+    budget.refund(first)
+    assert budget.try_withdraw()  # its token came back
+    assert not budget.try_withdraw()
+    assert budget.stats().refunded == 1
+
+
 def test_first_attempts_refill_the_budget() -> None:
     budget = reportclient.RetryBudget(ratio=0.5, floor=0.0, clock=FakeClock())
     assert not budget.try_withdraw()
