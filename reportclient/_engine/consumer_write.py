@@ -273,9 +273,15 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
     def conflicted(self, sent: Sent, exc: GenerationConflict) -> None:
         """A stale generation: keep the server's "expected N" for the next attempt only.
 
-        The gateway has already forgotten the consumer.
+        Only from a write sent as new (``null``): then "expected N" with a
+        read showing the consumer missing is Placement's invisible record
+        (an empty write to a missing consumer), which only the conflict
+        names. After a write carrying a generation, "expected N" was a
+        consumer that existed; a read showing it missing since means it was
+        deleted, and the next write goes as new (issue 49: it carried N and
+        collided again). The gateway has already forgotten the consumer.
         """
-        self._hint = exc.server_generation
+        self._hint = exc.server_generation if sent.write.consumer_generation is None else None
         self._about_consumer = exc.consumer_conflict or exc.consumer_moved
 
     def look_after_conflict(self, sent: Sent) -> tuple[ConsumerAllocations, bool] | None:

@@ -126,6 +126,27 @@ def test_claim_retries_with_null_after_consumer_was_deleted(
     assert sleeps == [0.0]  # a stale cache is re-read at once
 
 
+def test_a_claim_whose_consumer_was_written_then_deleted_goes_as_new_at_once(
+    wire, cached_client, sleeps, consumer, rp
+):
+    """Issue 49: X@1 known; the PUT at 1 meets "expected 2" (another writer); X is deleted
+    before the re-read, which shows it missing. The next PUT is a create (null), never the
+    conflict's 2, which no read showed and which would collide and wait as contention."""
+    wire.put(
+        f"{URL}/allocations/{consumer}",
+        [NO_CONTENT, consumer_conflict("2", "1"), NO_CONTENT],
+    )
+    wire.get(f"{URL}/allocations/{consumer}", **MISSING)
+    cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+    wire.reset_mock()
+
+    cached_client.claim(consumer, {rp: VCPU_1}, project_id=PROJECT, user_id=USER)
+
+    assert calls(wire) == on_consumer(consumer, "PUT", "GET", "PUT")
+    assert sent(wire, 2)["consumer_generation"] is None
+    assert sleeps == [0.0]
+
+
 def test_shelve_race_with_the_default_client_is_a_read_then_a_new_consumer_write(
     wire, client, sleeps, consumer, rp
 ):
