@@ -73,6 +73,10 @@ class ProviderOps:
     def get_provider(self, uuid: str, *, global_request_id: str | None = None) -> ResourceProvider:
         return self._gateway.get_provider(uuid, global_request_id)
 
+    def read_provider(self, uuid: str, request_id: str | None = None) -> TreeListing:
+        """One provider, with its own ``Last-Modified`` (see :class:`TreeListing`)."""
+        return self._gateway.read_provider(uuid, request_id)
+
     def create_provider(
         self, name: str, uuid: str | None, parent: str | None, request_id: str | None
     ) -> ResourceProvider:

@@ -26,12 +26,14 @@ from reportclient._engine.reconcile_plan import (
     unchanged_since,
     young,
 )
+from reportclient._engine.view_plan import Proof, ask_provider, field_proof
 from reportclient._gateway.gateway import FIELD_KINDS, Snapshot, TreeListing
 from reportclient._model.provider_tree import ProviderSpec
 from reportclient._model.providers import (
     ProviderInventories,
     ResourceProvider,
 )
+from reportclient.errors import ProviderNotFound
 
 __all__ = ["FieldSteps"]
 
@@ -80,6 +82,9 @@ class FieldSteps:
                 entry = stand_in(candidate, rp.generation)
             if entry is not None:
                 known[kind.ROUTE] = entry
+        if self.max_staleness is not None:
+            unproven = [p.kind for p in field_plans(spec, self.merge) if p.kind.ROUTE not in known]
+            known.update(self._by_own_time(rp, unproven, now))
         generation = rp.generation
         for plan in field_plans(spec, self.merge):
             kind = plan.kind
@@ -128,6 +133,47 @@ class FieldSteps:
             return None
         cache.put(entry[0], taken_at=now, proven=listing.answered)
         return entry[0], now
+
+    def _by_own_time(
+        self, rp: ResourceProvider, kinds: Sequence[type[Snapshot]], now: float
+    ) -> dict[str, Known]:
+        """Fields the tree's listing could not prove, proven by the provider's own time.
+
+        When the tree changed well after their proof (an allocation on a
+        sibling, typically the compute node's root) while this provider
+        stayed at its generation, one ``GET /resource_providers/{uuid}``
+        (its own ``Last-Modified``) proves all of them at once: asked only
+        when that saves reads (:func:`~.view_plan.ask_provider`), and a
+        re-creation under the uuid still moves that time past the proof.
+        A provider whose generation moved has its fields read: nothing
+        Placement answers tells an allocation from a field write.
+        """
+        cache, listing = self.client.cache, self.listed.get(rp.uuid)
+        if listing is None:
+            return {}
+
+        def cached(kind: type[Snapshot]) -> tuple[int, float | None] | None:
+            entry = cache.entry(rp.uuid, kind)
+            return None if entry is None else (entry[0].generation, cache.proven(rp.uuid, kind))
+
+        proofs = {k: field_proof(cached(k), rp.generation, listing.modified) for k in kinds}
+        if not ask_provider(proofs.values()):
+            return {}
+        self.requests += 1
+        try:
+            own = self.client.read_provider(rp.uuid, self.request_id)
+        except ProviderNotFound:
+            return {}  # gone since the listing: the reads (or writes) will say so
+        one = own.providers[0]
+        out: dict[str, Known] = {}
+        for kind, proof in proofs.items():
+            entry = cache.entry(rp.uuid, kind)
+            if entry is None or proof is not Proof.CHECK:
+                continue
+            if field_proof(cached(kind), one.generation, own.modified) is Proof.KEEP:
+                cache.put(entry[0], taken_at=now, proven=own.answered)
+                out[kind.ROUTE] = (entry[0], now)
+        return out
 
     def _now(self) -> float:
         return self.clock() if self.clock is not None else 0.0

@@ -16,7 +16,15 @@ from reportclient import ProviderSpec
 from reportclient._gateway.gateway import server_time
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement
-from tests.functional._helpers import LONG_AGO, backdate, claim, make_client, new_id, wire
+from tests.functional._helpers import (
+    LONG_AGO,
+    backdate,
+    claim,
+    make_client,
+    new_id,
+    stamp_later,
+    wire,
+)
 
 WINDOW = 300.0
 
@@ -105,3 +113,46 @@ def test_a_provider_re_created_at_its_cached_generation_is_restored_within_one_w
     assert other.get_inventories(root).inventories["VCPU"].total == 16
     assert other.get_traits(root).traits == frozenset({"HW_CPU_X86_AVX2"})
     assert set(report.written) == {(root, "inventories"), (root, "traits")}
+
+
+def test_past_its_window_a_child_the_roots_allocations_did_not_move_costs_one_read_of_itself(
+    real_placement: EmbeddedPlacement,
+) -> None:
+    """Issue 49: a compute node's tree moves with every allocation on its root. The root's
+    fields are read (an allocation and a field write move the generation alike); a child
+    still at its generation is proven by its own Last-Modified, one read for all its fields."""
+    clock = FakeClock()
+    agent = make_client(real_placement, clock=clock).providers
+    root, child = new_id(), new_id()
+    child_spec = ProviderSpec(
+        child,
+        f"dev-{child}",
+        parent=root,
+        inventories={"CUSTOM_FUNCTIONAL_DEV": 2},
+        traits={"CUSTOM_FUNCTIONAL_GOLD"},
+    )
+    specs = [_tree(root, child)[0], child_spec]
+    agent.reconcile(specs, max_staleness=WINDOW)
+    backdate(real_placement, [root, child])
+    clock.advance(WINDOW + 1)
+    agent.reconcile(specs, max_staleness=WINDOW)  # proven again as of now
+    claim(make_client(real_placement), new_id(), {root: {"VCPU": 1}})
+    stamp_later(real_placement, [root])  # the claim, well after that proof
+    real_placement.clear_requests_seen()
+    clock.advance(WINDOW + 1)
+
+    report = agent.reconcile(specs, max_staleness=WINDOW)
+
+    paths = sorted(
+        p.split("?")[0].replace(root, "{root}").replace(child, "{child}")
+        for _m, p, _s in wire(real_placement)
+    )
+    assert paths == sorted(
+        [
+            "/resource_providers",
+            "/resource_providers/{root}/inventories",
+            "/resource_providers/{root}/traits",
+            "/resource_providers/{child}",
+        ]
+    )
+    assert report.requests == 4
