@@ -10,7 +10,6 @@ The run's other half, providers and prune, is in :mod:`.reconcile_run`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -103,11 +102,10 @@ class FieldSteps:
                 # The cycle cached its last read or write, stamped when it returned.
                 known[kind.ROUTE] = (result, _taken_at(cache.entry(rp.uuid, kind), result))
             generation = result.generation
-        for snap, taken in known.values():
-            # What our own writes proved still holds at the final generation,
-            # as old as the request that proved it (never re-stamped now).
-            if snap.generation == generation and taken is not None:
-                cache.put(snap, taken_at=taken)
+        # What our own writes carried to the final generation, the gateway
+        # carried in the cache as they were answered (under its lock):
+        # nothing is stored back from here, where another thread of this
+        # client may have written or doubted the field since (issue 49).
         self.generations[rp.uuid] = generation
 
     def _reproven(
@@ -131,7 +129,8 @@ class FieldSteps:
             or not unchanged_since(cache.proven(rp.uuid, kind), listing.modified)
         ):
             return None
-        cache.put(entry[0], taken_at=now, proven=listing.answered)
+        if not cache.reprove(entry[0], now, listing.answered):
+            return None  # stored or doubted since it was taken: no longer what was proven
         return entry[0], now
 
     def _by_own_time(
@@ -170,8 +169,9 @@ class FieldSteps:
             entry = cache.entry(rp.uuid, kind)
             if entry is None or proof is not Proof.CHECK:
                 continue
-            if field_proof(cached(kind), one.generation, own.modified) is Proof.KEEP:
-                cache.put(entry[0], taken_at=now, proven=own.answered)
+            if field_proof(
+                cached(kind), one.generation, own.modified
+            ) is Proof.KEEP and cache.reprove(entry[0], now, own.answered):
                 out[kind.ROUTE] = (entry[0], now)
         return out
 
@@ -220,20 +220,10 @@ class FieldSteps:
             if not needs_write(plan, start):
                 continue
             self._ensure(plan, start)
-            result, wrote = self._write(kind, spec.uuid, plan.compute, start, just_read)
-            if wrote:
-                # Our write moved the provider from result.generation - 1 and
-                # changed only its own field: a field known at that
-                # generation holds at the new one, as old as its proof.
-                for other in FIELD_KINDS:
-                    held = cache.entry(spec.uuid, other)
-                    if (
-                        other is not kind
-                        and held is not None
-                        and held[0].generation == result.generation - 1
-                    ):
-                        moved = dataclasses.replace(held[0], generation=result.generation)
-                        cache.put(moved, taken_at=held[1])
+            # Our write moved the provider by one and changed only its own
+            # field: the gateway carried every other field it held at the
+            # old generation to the new one, as old as its proof.
+            self._write(kind, spec.uuid, plan.compute, start, just_read)
         generations = [
             entry[0].generation
             for kind in FIELD_KINDS

@@ -344,15 +344,11 @@ class TreeViews:
         """Prove every field of ``providers`` from ``listing``, reading what it cannot prove."""
         cache, now = self._gateway.fields, self._clock()
         for rp in providers:
-
-            def cached(
-                kind: type[Snapshot], uuid: str = rp.uuid
-            ) -> tuple[int, float | None] | None:
-                entry = cache.entry(uuid, kind)
-                return None if entry is None else (entry[0].generation, cache.proven(uuid, kind))
-
+            # Each proof is about the entry as taken here; the re-stamp below
+            # applies only if the cache still holds that very entry.
+            taken = {k: self._taken(rp.uuid, k) for k in FIELD_KINDS}
             proofs = {
-                k: field_proof(cached(k), rp.generation, listing.modified) for k in FIELD_KINDS
+                k: field_proof(taken[k][1], rp.generation, listing.modified) for k in FIELD_KINDS
             }
             answered = listing.answered
             if ask_provider(proofs.values()):
@@ -364,14 +360,27 @@ class TreeViews:
                 answered = own.answered
                 for kind, proof in proofs.items():
                     if proof is Proof.CHECK:
-                        again = field_proof(cached(kind), one.generation, own.modified)
+                        taken[kind] = self._taken(rp.uuid, kind)
+                        again = field_proof(taken[kind][1], one.generation, own.modified)
                         proofs[kind] = Proof.KEEP if again is Proof.KEEP else Proof.READ
             for kind, proof in proofs.items():
-                entry = cache.entry(rp.uuid, kind)
-                if proof is Proof.KEEP and entry is not None:
-                    cache.put(entry[0], taken_at=now, proven=answered)
-                else:
+                snapshot = taken[kind][0]
+                if not (
+                    proof is Proof.KEEP
+                    and snapshot is not None
+                    and cache.reprove(snapshot, now, answered)
+                ):
                     self._read(kind, rp.uuid, request_id)
+
+    def _taken(
+        self, uuid: str, kind: type[Snapshot]
+    ) -> tuple[Snapshot | None, tuple[int, float | None] | None]:
+        """A field's cache entry, and what a proof compares of it (generation, server time)."""
+        cache = self._gateway.fields
+        entry = cache.entry(uuid, kind)
+        if entry is None:
+            return None, None
+        return entry[0], (entry[0].generation, cache.proven(uuid, kind))
 
     # -- flushing ---------------------------------------------------------------------------
     def plan(

@@ -194,6 +194,29 @@ class ProviderCache:
                     moved = dataclasses.replace(snapshot, generation=generation + 1)
                     self._entries[(uuid, route)] = (moved, taken_at, False, proven)
 
+    def reprove(self, snapshot: Snapshot, taken_at: float, proven: float | None) -> bool:
+        """Stamp the stored ``snapshot`` proven again as of ``taken_at`` (the server's ``proven``).
+
+        A compare-and-set, for a proof that involved no read of the field
+        (a tree listing, or the provider's own ``Last-Modified``): it
+        applies only while the entry is still that very snapshot and not in
+        doubt. An answer stored, carried or forgotten since the caller took
+        the entry wins, and the proof, about content no longer stored, is
+        dropped: re-storing the older snapshot would make a field this
+        client has since written (or doubted) trusted at its older content
+        again. The ordering ticket is not moved, since the content is not
+        new; ``proven`` None keeps the entry's own server time.
+
+        :returns: whether the entry was re-stamped.
+        """
+        key = (snapshot.uuid, snapshot.ROUTE)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None or found[2] or found[0] is not snapshot:
+                return False
+            self._entries[key] = (snapshot, taken_at, False, found[3] if proven is None else proven)
+            return True
+
     def forget(self, uuid: str, kind: type[Snapshot] | None = None) -> None:
         """Forget one field of a provider, or all of them; answers in flight arrive in doubt."""
         with self._lock:

@@ -5,7 +5,9 @@ generation, stored in the provider cache under its ticket with the
 server's time that proved it; creating a provider proves its three fields
 empty at generation 0; deleting one forgets them whatever the answer.
 :class:`FieldView` is what the engine may ask of that cache: read it, and
-carry on a snapshot its own write or a listing proved again.
+re-stamp a snapshot a listing proved again. This client's own write of
+one field carries the other fields it knew to the new generation here, in
+the gateway, under the cache's lock (:meth:`ProviderCache.carry`).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class TreeListing:
 
 
 class FieldView:
-    """The provider cache as the engine sees it: read, and carry on (reconcile's memory)."""
+    """The provider cache as the engine sees it: read, and re-stamp what a listing proved."""
 
     def __init__(self, providers: ProviderCache) -> None:
         self._providers = providers
@@ -75,23 +77,16 @@ class FieldView:
         """The server's time of the answer that proved the field's content, if known."""
         return self._providers.proven(uuid, kind)
 
-    def put(
-        self, snapshot: Snapshot, taken_at: float | None = None, proven: float | None = None
-    ) -> None:
-        """Keep a snapshot this client's own write or a listing carried on, as old as its proof.
+    def reprove(self, snapshot: Snapshot, taken_at: float, proven: float | None) -> bool:
+        """A field proven again without a read of it, if it is still the entry the caller took.
 
-        Reconcile's write of one field moves the provider's generation by
-        one and changes nothing else: the other fields it knew at the old
-        generation hold at the new one, proven when they were first read. A
-        tree listing that shows nothing changed since a field's proof proves
-        it again, as of the listing (``taken_at`` and ``proven`` its own).
-        Without ``taken_at`` (its age unknown) nothing is kept.
+        A tree listing whose ``Last-Modified`` predates the field's proof, or
+        the provider's own, proves its content as of that answer, for
+        another window. The cache applies it only while nothing was stored
+        for the field since (:meth:`ProviderCache.reprove`): this client's
+        other threads may have written it meanwhile.
         """
-        if taken_at is None:
-            return
-        if proven is None:  # carried, not re-proven: as old as its proof on the server too
-            proven = self._providers.proven(snapshot.uuid, type(snapshot))
-        self._providers.put(snapshot, taken_at, proven=proven)
+        return self._providers.reprove(snapshot, taken_at, proven)
 
 
 class ProviderRoutes(Sending):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from reportclient._gateway import consumer_cache
 from reportclient._gateway.consumer_cache import ConsumerCache
+from reportclient._gateway.provider_cache import ProviderCache
 from reportclient._model.consumers import ConsumerAllocations
+from reportclient._model.providers import ProviderTraits
 
 C = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 RP = "3f1b8a52-5c3e-4f3a-9d1c-1a2b3c4d5e6f"
@@ -126,3 +128,43 @@ def test_an_answer_in_flight_across_a_clear_arrives_in_doubt():
     cache.clear()
     cache.put(at(3), sent=read_sent)
     assert cache.lookup(C) == (at(3), False)
+
+
+# -- a provider field proven again without a read (issue 49) ------------------------------------
+def test_a_reproof_restamps_the_entry_it_was_made_about():
+    cache = ProviderCache(ttl=300, clock=lambda: 500.0)
+    read = ProviderTraits(RP, 4, frozenset({"HW_CPU_X86_AVX2"}))
+    cache.put(read, taken_at=0.0, sent=cache.ticket(), proven=1000.0)
+
+    assert cache.reprove(read, 400.0, 1400.0)
+
+    assert cache.entry(RP, ProviderTraits) == (read, 400.0)
+    assert cache.proven(RP, ProviderTraits) == 1400.0
+
+
+def test_a_reproof_never_replaces_what_this_client_wrote_since_it_took_the_entry():
+    """Another thread's write lands between reconcile's look and its re-stamp."""
+    cache = ProviderCache(ttl=300, clock=lambda: 500.0)
+    read = ProviderTraits(RP, 4, frozenset({"HW_CPU_X86_AVX2"}))
+    cache.put(read, taken_at=0.0, sent=cache.ticket(), proven=1000.0)
+    taken = cache.entry(RP, ProviderTraits)  # reconcile takes the entry, lists the tree...
+    assert taken is not None
+    written = ProviderTraits(RP, 5, frozenset({"HW_CPU_X86_AVX2", "CUSTOM_MINE"}))
+    cache.put(written, sent=cache.ticket(), written=True, proven=1300.0)  # ...the other thread
+
+    assert not cache.reprove(taken[0], 400.0, 1400.0)
+
+    assert cache.trusted(RP, ProviderTraits) == written
+    assert cache.proven(RP, ProviderTraits) == 1300.0
+
+
+def test_a_reproof_never_trusts_an_entry_that_went_into_doubt():
+    cache = ProviderCache(ttl=300, clock=lambda: 500.0)
+    read = ProviderTraits(RP, 4, frozenset())
+    cache.put(read, taken_at=0.0, sent=cache.ticket())
+    in_flight = cache.ticket()
+    cache.forget(RP, ProviderTraits)  # a lost answer, or a raw write
+    cache.put(read, sent=in_flight)  # the same content, answered across the forget: in doubt
+
+    assert not cache.reprove(read, 400.0, 1400.0)
+    assert cache.entry(RP, ProviderTraits) is None

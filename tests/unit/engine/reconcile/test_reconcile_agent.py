@@ -10,6 +10,7 @@ from reportclient._clients.providers import ProviderClient
 from reportclient._engine.reconcile import AGENT_MAX_STALENESS
 from reportclient.fixture import FakeClock, FakePlacement, make_client
 from tests.support.clients import providers_on
+from tests.support.hooks import once_after
 from tests.support.wire import new_uuid
 
 AGG = "5a5b5c5d-0000-4000-8000-000000000001"
@@ -354,3 +355,33 @@ def test_a_bad_agent_setting_is_refused_before_any_request(
     with pytest.raises(reportclient.InvalidInput, match="max_staleness"):
         providers.reconcile(tree(new_uuid(), new_uuid()), max_staleness=bad)  # type: ignore[arg-type]
     assert fake.requests == []
+
+
+def test_a_field_this_client_writes_during_reconcile_is_never_trusted_at_reconciles_read(
+    providers: ProviderClient, fake: FakePlacement, clock: FakeClock
+) -> None:
+    """Issue 49: reconcile stored back, at the end of a provider's steps, what it had read.
+
+    Reconcile reads the root's traits, then its aggregates; while that
+    second read is in flight, another thread of the same client writes the
+    traits, and the cache holds the write. Reconcile used to store its own
+    read of the traits again once the provider's steps were done, without
+    a ticket: the client's own write was replaced by the older content,
+    trusted for a window, so the next period left the extra trait on.
+    """
+    root, child = new_uuid(), new_uuid()
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    clock.advance(WINDOW + 60)  # past the window: the listing, then a read of each field
+
+    def other_thread(_fake: FakePlacement) -> None:
+        providers.set_traits(root, {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"})
+
+    once_after(fake, lambda r: r.path == f"/resource_providers/{root}/aggregates", other_thread)
+    providers.reconcile(tree(root, child), max_staleness=WINDOW)
+    assert fake.traits(root) == {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"}
+
+    clock.advance(60)  # inside the window again
+    report = providers.reconcile(tree(root, child), max_staleness=WINDOW)
+
+    assert report.written == ((root, "traits"),)
+    assert fake.traits(root) == {"HW_CPU_X86_AVX2"}
