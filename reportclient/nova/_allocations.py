@@ -151,9 +151,11 @@ class AllocationCalls(Base):
         """Claim ``alloc_request`` for the consumer, doubling up when it already holds some.
 
         A new consumer (``consumer_generation`` None, as nova's scheduler
-        passes): one ``PUT`` with generation ``null``. One that holds
-        allocations (nova's evacuation) answers that with a conflict, whose
-        read shows what it holds: the doubled-up claim is written at that
+        passes): one ``PUT`` with generation ``null``. One this client knows
+        to hold allocations (it claimed them itself) is doubled up at the
+        generation it knows, one ``PUT``. One it does not know to hold any
+        (nova's evacuation from another scheduler) answers the create with a
+        conflict, whose read shows what it holds: the doubled-up claim is written at that
         read's generation, and recomputed from a fresh read if the consumer
         moved again. A consumer emptied between (the shelve race) is simply
         claimed. With a ``consumer_generation`` (or one in
@@ -174,6 +176,13 @@ class AllocationCalls(Base):
             given = alloc_request.get("consumer_generation", consumer_generation)
             if given is not None:
                 self._claim_at(consumer, request, given, project_id, user_id, rid)
+                return True
+            known = self._placement.cached(consumer)
+            if known is not None and known.allocations:
+                # This client saw it hold allocations (its own claim when the
+                # server was built, in a scheduler that also evacuates): the
+                # library's claim would replace what it saw, nova doubles up.
+                self._double_up(consumer, request, known, project_id, user_id, rid)
                 return True
             try:
                 self._placement.claim(

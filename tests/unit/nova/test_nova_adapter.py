@@ -196,6 +196,37 @@ def test_claim_resources_doubles_up_a_consumer_that_holds_allocations_as_nova_ev
     assert fake.allocations(consumer) == {host: {"VCPU": 2}, other_host: {"VCPU": 1}}
 
 
+def test_claim_resources_doubles_up_a_consumer_this_client_claimed_itself(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str, other_host: str
+) -> None:
+    """nova's evacuation in a scheduler that built the server: the client knows what it holds.
+
+    The library's claim replaces what the client knew the consumer to hold;
+    nova's claim keeps it and adds the destination (nova's functional
+    ``ServerMovingTests.test_evacuate_*`` found the difference).
+    """
+    consumer = new_id()
+    assert nova.claim_resources(ctx, consumer, request_for(host, 2), PROJECT, USER, "1.36")
+    fake.reset_requests()
+
+    assert nova.claim_resources(ctx, consumer, request_for(other_host), PROJECT, USER, "1.36")
+
+    assert fake.allocations(consumer) == {host: {"VCPU": 2}, other_host: {"VCPU": 1}}
+    assert [(r.method, r.status) for r in fake.requests] == [("PUT", 204)]
+
+
+def test_claim_resources_doubles_up_from_a_fresh_read_when_what_it_knew_moved(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str, other_host: str
+) -> None:
+    consumer = new_id()
+    assert nova.claim_resources(ctx, consumer, request_for(host, 2), PROJECT, USER, "1.36")
+    fake.put_allocations(consumer, {host: {"VCPU": 3}}, project_id=PROJECT, user_id=USER)
+
+    assert nova.claim_resources(ctx, consumer, request_for(other_host), PROJECT, USER, "1.36")
+
+    assert fake.allocations(consumer) == {host: {"VCPU": 3}, other_host: {"VCPU": 1}}
+
+
 def test_claim_resources_after_the_consumer_was_emptied_claims_afresh_not_a_conflict(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str
 ) -> None:
