@@ -91,6 +91,7 @@ class AllocationsClient:
         consumer_type: str | None = None,
         overwrite: bool = False,
         mappings: Mapping[str, Sequence[str]] | None = None,
+        start: ConsumerAllocations | None = None,
         global_request_id: str | None = None,
         retry: tenacity.Retrying | None = None,
     ) -> ConsumerAllocations:
@@ -112,6 +113,14 @@ class AllocationsClient:
         :param consumer_type: the consumer's type; None keeps an existing
             consumer's and gives a new one the client's
             ``default_consumer_type``.
+        :param start: the consumer as the caller knows it, in place of what
+            this client last knew: the first write goes at its generation,
+            and only the allocations it shows may be replaced.
+            ``ConsumerAllocations.missing(uuid)`` claims a consumer the
+            caller takes for new (one ``PUT`` with generation null), whatever
+            this client saw of it before (nova's scheduler: a migration or a
+            shelve-offload elsewhere has usually emptied it since); one that
+            turns out to hold allocations is :class:`ConsumerChanged`.
         :param retry: a ``tenacity.Retrying`` for this call only, in place of
             the client's (every write below takes it too).
         :raises InvalidInput: before any request, for malformed input.
@@ -125,6 +134,7 @@ class AllocationsClient:
         if isinstance(allocations, AllocationRequest):
             mappings = allocations.mappings if mappings is None else mappings
             allocations = allocations.allocations
+        _check_start(start, consumer_uuid)
         return self._run(
             consumer_uuid,
             normalize_allocations(allocations),
@@ -136,6 +146,7 @@ class AllocationsClient:
             global_request_id=global_request_id,
             mappings=_mappings(mappings),
             retry=retry,
+            start=start,
         )
 
     def update_allocations(
@@ -184,11 +195,7 @@ class AllocationsClient:
             )
         if (project_id is None) != (user_id is None):
             raise InvalidInput("update_allocations takes project_id and user_id both, or neither")
-        if start is not None and (
-            not isinstance(start, ConsumerAllocations)
-            or start.consumer_uuid != validate_uuid(consumer_uuid)
-        ):
-            raise InvalidInput(f"start must be consumer {consumer_uuid}'s state, got {start!r}")
+        _check_start(start, consumer_uuid)
         return self._run(
             consumer_uuid,
             mutate,
@@ -513,3 +520,12 @@ def _mappings(given: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str,
         str(group): tuple(validate_uuid(rp, "resource provider uuid") for rp in rps)
         for group, rps in given.items()
     }
+
+
+def _check_start(start: ConsumerAllocations | None, consumer_uuid: str) -> None:
+    """A caller's ``start`` must be a state of the consumer written."""
+    if start is not None and (
+        not isinstance(start, ConsumerAllocations)
+        or start.consumer_uuid != validate_uuid(consumer_uuid)
+    ):
+        raise InvalidInput(f"start must be consumer {consumer_uuid}'s state, got {start!r}")

@@ -5,11 +5,11 @@ says which for every failure); every request goes through the client's
 gateway, and every id is checked before one is sent. What differs, on
 purpose, is listed in doc/source/nova_adapter.rst:
 
-- ``claim_resources`` is one ``PUT`` with generation ``null`` for a new
-  consumer (nova reads first); one that already holds allocations (an
-  evacuation) is doubled up from the read its conflict made, and a
-  consumer emptied meanwhile (the shelve race) is claimed afresh instead
-  of failing.
+- ``claim_resources`` is one ``PUT`` with generation ``null`` (nova reads
+  first), whatever the client saw of the consumer before; one that holds
+  allocations (an evacuation) is doubled up from the read its conflict
+  made, and a consumer emptied meanwhile (the shelve race) is claimed
+  afresh instead of failing.
 - ``put_allocations`` sends the caller's body again only when Placement's
   answer proves the consumer generation still held (a race inside
   Placement); a consumer that moved on is ``AllocationUpdateFailed`` at once.
@@ -150,15 +150,13 @@ class AllocationCalls(Base):
     ) -> bool | None:
         """Claim ``alloc_request`` for the consumer, doubling up when it already holds some.
 
-        A new consumer (``consumer_generation`` None, as nova's scheduler
-        passes): one ``PUT`` with generation ``null``. One this client knows
-        to hold allocations (it claimed them itself) is doubled up at the
-        generation it knows, one ``PUT``. One it does not know to hold any
-        (nova's evacuation from another scheduler) answers the create with a
-        conflict, whose read shows what it holds: the doubled-up claim is written at that
-        read's generation, and recomputed from a fresh read if the consumer
-        moved again. A consumer emptied between (the shelve race) is simply
-        claimed. With a ``consumer_generation`` (or one in
+        Without ``consumer_generation`` (nova's scheduler): one ``PUT`` with
+        generation ``null``, whatever this client saw of the consumer before.
+        One that holds allocations (an evacuation) answers with a conflict,
+        whose read shows what it holds: the doubled-up claim is written at
+        that read's generation (three requests), and recomputed from a fresh
+        read if the consumer moved again. A consumer emptied between (the
+        shelve race) is simply claimed. With a ``consumer_generation`` (or one in
         ``alloc_request``, nova's forced evacuation), the consumer is read
         and the claim (doubled up) written at that generation, once: a
         stale one is nova's ``AllocationUpdateFailed``.
@@ -177,16 +175,19 @@ class AllocationCalls(Base):
             if given is not None:
                 self._claim_at(consumer, request, given, project_id, user_id, rid)
                 return True
-            known = self._placement.cached(consumer)
-            if known is not None and known.allocations:
-                # This client saw it hold allocations (its own claim when the
-                # server was built, in a scheduler that also evacuates): the
-                # library's claim would replace what it saw, nova doubles up.
-                self._double_up(consumer, request, known, project_id, user_id, rid)
-                return True
             try:
+                # Generation null, whatever this client saw of the consumer
+                # before: nova's scheduler claims an instance that is new, or
+                # that a migration, a shelve-offload or a reschedule emptied
+                # since (another service, usually), so "new" is the guess
+                # that costs one request; what this client last saw is not.
                 self._placement.claim(
-                    consumer, request, project_id=project_id, user_id=user_id, global_request_id=rid
+                    consumer,
+                    request,
+                    project_id=project_id,
+                    user_id=user_id,
+                    start=ConsumerAllocations.missing(consumer),
+                    global_request_id=rid,
                 )
             except ConsumerChanged as exc:
                 # It holds allocations (an evacuation): double up from the read

@@ -199,10 +199,10 @@ def test_claim_resources_doubles_up_a_consumer_that_holds_allocations_as_nova_ev
 def test_claim_resources_doubles_up_a_consumer_this_client_claimed_itself(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str, other_host: str
 ) -> None:
-    """nova's evacuation in a scheduler that built the server: the client knows what it holds.
+    """nova's evacuation in the scheduler that built the server: the client knew what it held.
 
     The library's claim replaces what the client knew the consumer to hold;
-    nova's claim keeps it and adds the destination (nova's functional
+    nova's keeps it and adds the destination (nova's functional
     ``ServerMovingTests.test_evacuate_*`` found the difference).
     """
     consumer = new_id()
@@ -212,6 +212,25 @@ def test_claim_resources_doubles_up_a_consumer_this_client_claimed_itself(
     assert nova.claim_resources(ctx, consumer, request_for(other_host), PROJECT, USER, "1.36")
 
     assert fake.allocations(consumer) == {host: {"VCPU": 2}, other_host: {"VCPU": 1}}
+    assert [(r.method, r.status) for r in fake.requests] == [
+        ("PUT", 409),
+        ("GET", 200),
+        ("PUT", 204),
+    ]
+
+
+def test_claim_resources_of_a_consumer_emptied_elsewhere_since_this_client_claimed_it_is_one_put(
+    nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str, other_host: str
+) -> None:
+    """A migration, a shelve-offload or a reschedule: another service emptied the consumer."""
+    consumer = new_id()
+    assert nova.claim_resources(ctx, consumer, request_for(host, 2), PROJECT, USER, "1.36")
+    fake.delete_allocations(consumer)
+    fake.reset_requests()
+
+    assert nova.claim_resources(ctx, consumer, request_for(other_host), PROJECT, USER, "1.36")
+
+    assert fake.allocations(consumer) == {other_host: {"VCPU": 1}}
     assert [(r.method, r.status) for r in fake.requests] == [("PUT", 204)]
 
 
