@@ -258,8 +258,10 @@ class ConsumerChanged(GenerationConflict):
     """Another writer changed the consumer a claim would have replaced.
 
     ``state`` is what Placement holds now (just read); ``known`` is what this
-    client knew when the claim began (None: it took the consumer for new).
-    Nothing was overwritten. Read ``state``, decide, and claim again, or pass
+    client knew when the claim began (None: it took the consumer for new);
+    ``conflict`` the 409 that made the claim read, if one did (its
+    ``explained`` says whether Placement worded it as its own). Nothing was
+    overwritten. Read ``state``, decide, and claim again, or pass
     ``overwrite=True`` to replace whatever the consumer holds.
     """
 
@@ -269,11 +271,13 @@ class ConsumerChanged(GenerationConflict):
         *,
         state: ConsumerAllocations,
         known: ConsumerAllocations | None,
+        conflict: GenerationConflict | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(message, **kwargs)
         self.state = state
         self.known = known
+        self.conflict = conflict
 
 
 class ProviderChanged(GenerationConflict):

@@ -132,6 +132,8 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         self._request_id = request_id
         self._mappings = mappings  # an allocation candidate's, sent along (1.34+)
         self._hint: int | None = None
+        # The last 409 this operation met: a refusal it led to names it.
+        self._conflict: GenerationConflict | None = None
         self._about_consumer = False
         # What this client knew when the operation began: a claim's premise
         # (None: it takes the consumer for new).
@@ -246,7 +248,11 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         else:
             self._gateway.keep_known(known)
         raise changed(
-            state, f"this client knew {_describe(known)}", "nothing was overwritten", known
+            state,
+            f"this client knew {_describe(known)}",
+            "nothing was overwritten",
+            known,
+            conflict=self._conflict,
         )
 
     def _check_release(self, state: ConsumerAllocations) -> None:
@@ -283,6 +289,7 @@ class ConsumerWrite(GuardedWrite[ConsumerAllocations, Sent, ConsumerAllocations]
         """
         self._hint = exc.server_generation if sent.write.consumer_generation is None else None
         self._about_consumer = exc.consumer_conflict or exc.consumer_moved
+        self._conflict = exc
 
     def look_after_conflict(self, sent: Sent) -> tuple[ConsumerAllocations, bool] | None:
         """After an in-server race on the providers, re-read: was the consumer touched?
@@ -374,6 +381,8 @@ def changed(
     premise: str,
     outcome: str,
     known: ConsumerAllocations | None = None,
+    *,
+    conflict: GenerationConflict | None = None,
 ) -> ConsumerChanged:
     """The refusal of a write whose premise another writer changed: ``state`` is what it holds.
 
@@ -386,6 +395,7 @@ def changed(
         f"where {premise}; {outcome}",
         state=state,
         known=known,
+        conflict=conflict,
         consumer_uuid=state.consumer_uuid,
     )
 

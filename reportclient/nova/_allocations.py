@@ -190,6 +190,11 @@ class AllocationCalls(Base):
                     global_request_id=rid,
                 )
             except ConsumerChanged as exc:
+                if exc.conflict is not None and not exc.conflict.explained:
+                    # A 409 worded as none of Placement's (a proxy's, a test
+                    # double's): nothing says a second write would fare
+                    # better, and nova's claim fails on its first 409.
+                    raise
                 # It holds allocations (an evacuation): double up from the read
                 # the conflict made, at its generation.
                 self._double_up(consumer, request, exc.state, project_id, user_id, rid)

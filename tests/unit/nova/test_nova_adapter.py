@@ -219,6 +219,37 @@ def test_claim_resources_doubles_up_a_consumer_this_client_claimed_itself(
     ]
 
 
+def test_claim_resources_meeting_a_409_worded_as_none_of_placements_fails_after_one_put(
+    wire: requests_mock.Mocker, ctx: FakeContext, host: str, other_host: str
+) -> None:
+    """nova's ConsumerGenerationConflictTest: every PUT answered 409 by a test double.
+
+    The read shows the consumer holding allocations (an evacuation), but the
+    409 said nothing Placement says, so no doubled-up write follows: nova's
+    answer after the one ``PUT``, as nova's own claim fails on its first 409.
+    """
+    nova = SchedulerReportClient(
+        client=reportclient.PlacementClient.from_endpoint(URL, "admin", microversion="1.39")
+    )
+    consumer = new_id()
+    conflict = {"code": "placement.concurrent_update", "detail": "consumer generation conflict"}
+    put = wire.put(f"{URL}/allocations/{consumer}", status_code=409, json={"errors": [conflict]})
+    wire.get(
+        f"{URL}/allocations/{consumer}",
+        json={
+            "allocations": {host: {"resources": {"VCPU": 1}, "generation": 3}},
+            "consumer_generation": 1,
+            "project_id": PROJECT,
+            "user_id": USER,
+        },
+    )
+
+    with pytest.raises(reportclient.ConsumerChanged):  # nova's AllocationUpdateFailed
+        nova.claim_resources(ctx, consumer, request_for(other_host), PROJECT, USER, "1.36")
+
+    assert put.call_count == 1
+
+
 def test_claim_resources_of_a_consumer_emptied_elsewhere_since_this_client_claimed_it_is_one_put(
     nova: SchedulerReportClient, fake: FakePlacement, ctx: FakeContext, host: str, other_host: str
 ) -> None:
