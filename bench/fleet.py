@@ -19,9 +19,13 @@ that start, or at once when the reconcile outlasted the period (an overrun, coun
 window is exactly 5 periods, as nova's 300 s is of its 60 s period, so a tree proven in one
 period is due again 5 periods later within the loop's drift: whether it is proven again
 then or a period later depends on when each client stamps its proof.
-Phases, in order: ``create`` (one period), ``steady``, ``churn`` (5% of agents change a
-field each period), ``churn+claims`` and ``claims`` (schedulers claim and release one VCPU
-at ``--claim-rate`` per second on the variant's roots while its agents run). Variants:
+Phases, in order: ``create`` (one period), ``settle`` (one window and a period: the first
+proof past the window of what the create wrote, which a tree's ``Last-Modified`` cannot
+give within its 5 s margin, so every written field is read once; a node pays it once
+after each change of its own, and it is kept out of ``steady``), ``steady``, ``churn``
+(5% of agents change a field each period), ``churn+claims`` and ``claims`` (schedulers
+claim and release one VCPU at ``--claim-rate`` per second on the variant's roots while
+its agents run). Variants:
 
 * ``rc strict``: ``ProviderClient.reconcile(specs)``, the library default (every write
   proven: one listing and a read per managed field every period).
@@ -91,7 +95,10 @@ RC_STRICT, RC_AGENT, NOVA = "rc strict", "rc agent", "nova"
 NOVA_RC = "nova on reportclient"
 #: The variants that run nova's resource tracker flow (on nova's client, or the library's).
 NOVA_FLOWS = (NOVA, NOVA_RC)
-PHASES = ("create", "steady", "churn", "churn+claims", "claims")
+PHASES = ("create", "settle", "steady", "churn", "churn+claims", "claims")
+#: Periods of ``settle``: one window and one period, so every field the create wrote is
+#: proven again once before ``steady`` is measured.
+SETTLE_PERIODS = 6
 AGGREGATES = [str(uuid.UUID(int=0xA66 << 64 | i)) for i in range(4)]
 
 
@@ -551,7 +558,7 @@ def _fleet(
                     a.late = 0.0
                 claims = "claims" in phase
                 claimer = Claimer(url, token, [a.root for a in agents], claim_rate, 50)
-                n = 1 if phase == "create" else periods
+                n = {"create": 1, "settle": SETTLE_PERIODS}.get(phase, periods)
                 churning = "churn" in phase
                 cpu0 = cluster_cpu_seconds(cluster)
                 with claimer.running() if claims else nullcontext():
