@@ -62,15 +62,19 @@ class FieldSteps:
         known: dict[str, Known] = {}
         for kind in FIELD_KINDS:
             if self.max_staleness is not None:
-                # The agent setting: young by its own window, however the
-                # listing's generation vouches for it (a re-created provider
-                # can be back at it holding another writer's content).
-                entry = stand_in(
+                # The agent setting: what the listing proves unchanged is
+                # proven again as of now, young or not (a field left at its
+                # old stamp would outlive the window the listing opens, and
+                # be read inside it); else a snapshot young by its own
+                # window, however the listing's generation vouches for it
+                # (a re-created provider can be back at it holding another
+                # writer's content).
+                entry = self._reproven(rp, kind, now) or stand_in(
                     cache.entry(rp.uuid, kind),
                     rp.generation,
                     now=now,
                     max_age=self.max_staleness,
-                ) or self._reproven(rp, kind, now)
+                )
             else:
                 # Strict: young by the cache's ttl, or created by this call.
                 candidate = (

@@ -10,9 +10,14 @@ since any proof this run makes.
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from reportclient import ProviderSpec
+import pytest
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+
+from reportclient import PlacementClient, ProviderSpec
 from reportclient._gateway.gateway import server_time
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement
@@ -156,3 +161,54 @@ def test_past_its_window_a_child_the_roots_allocations_did_not_move_costs_one_re
         ]
     )
     assert report.requests == 4
+
+
+class _SlowAdapter(ks_adapter.Adapter):  # type: ignore[misc]
+    """A keystoneauth Adapter on which every request takes one second of the agent's clock."""
+
+    def __init__(self, *args: Any, clock: FakeClock, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.clocks = [clock]  # a list: a client may copy its Adapter, the copies share it
+
+    def request(self, url: str, method: str, **kwargs: Any) -> Any:
+        try:
+            return super().request(url, method, **kwargs)
+        finally:
+            self.clocks[0].advance(1)
+
+
+def test_a_field_read_after_the_listing_is_proven_again_by_the_next_listing_however_young(
+    real_placement: EmbeddedPlacement,
+) -> None:
+    """The listing that ends a window proves every field it can, young or not.
+
+    A field read after its tree's listing (each read takes a second here) is
+    younger than the tree's proof. When the next window ends, that listing
+    proves the field unchanged but found it still young by its own stamp,
+    so it was not stamped again; the field then outlived the window the
+    listing opened, and the next period, inside that window, read every
+    field (measured at 200 real-time agents: a steady period after a listing
+    cost 4 reads for the root's and the child's fields).
+    """
+    clock = FakeClock()
+    session = ks_session.Session(auth=token_endpoint.Token(real_placement.url, "admin"))
+    adapter = _SlowAdapter(
+        session, service_type="placement", endpoint_override=real_placement.url, clock=clock
+    )
+    agent = PlacementClient(adapter, microversion="1.39", clock=clock).providers
+    root, child = new_id(), new_id()
+    agent.reconcile(_tree(root, child), max_staleness=WINDOW)
+    clock.advance(WINDOW + 1)
+    # Just written: the listing cannot prove the fields (the 5 s margin); each is read,
+    # a second apart, after the listing.
+    assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 1 + 3
+    backdate(real_placement, [root, child])  # from now on, the listing proves them
+    tree_proven = clock.now - 4  # when that call began (each request took a second)
+
+    clock.now = tree_proven + WINDOW + 0.5  # the tree's window ended, its fields' not yet
+    assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 1
+    clock.advance(60)  # inside the window that listing opened
+
+    real_placement.clear_requests_seen()
+    assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 0
+    assert wire(real_placement) == []
