@@ -132,6 +132,22 @@ def test_json_nested_five_hundred_deep(backend: Backend, doc: str) -> None:
     _declared_500(backend, response)
 
 
+@pytest.mark.parametrize(
+    "doc",
+    [
+        '{"name": ' + "[" * 1000 + "]" * 1000 + "}",
+        '{"name":' * 1000 + '"x"' + "}" * 1000,
+    ],
+)
+def test_json_nested_past_the_recursion_limit(backend: Backend, doc: str) -> None:
+    # Deep enough that json.loads itself gives up (at 500 the schema check does):
+    # Placement answers 500, the fake must still answer, with the declared 400.
+    response = _raw(backend, "POST", "/resource_classes", doc, "application/json")
+    _declared_500(backend, response)
+    if backend.fake is not None:
+        assert detail(response).endswith("Malformed JSON: nested too deeply  ")
+
+
 def test_a_lone_surrogate_in_a_name(backend: Backend) -> None:
     doc = '{"name": "a\\ud800b"}'
     response = _raw(backend, "POST", "/resource_providers", doc, "application/json")
