@@ -13,7 +13,7 @@ import uuid
 import pytest
 import requests
 
-from . import Backend, body, detail, new_uuid
+from . import BAD_REQUEST, Backend, body, detail, new_uuid
 
 VERSION = {"OpenStack-API-Version": "placement 1.39"}
 JSON = "application/json"
@@ -168,11 +168,70 @@ def test_invalid_utf8_in_a_query_for_usages(backend: Backend) -> None:
     _declared_500(backend, backend.request("GET", "/usages?project_id=%ff"))
 
 
-def test_a_semicolon_does_not_separate_query_parameters(backend: Backend) -> None:
+def _name_of(backend: Backend, rp: str) -> str:
+    name: str = backend.request("GET", f"/resource_providers/{rp}").json()["name"]
+    return name
+
+
+def test_a_semicolon_separates_query_parameters(backend: Backend) -> None:
+    # webob's parse_qsl_text splits on "&" and ";" alike: the last name wins.
     rp = backend.create_provider()
-    response = backend.request("GET", f"/resource_providers?name=x;uuid={rp}")
+    name = _name_of(backend, rp)
+    response = backend.request("GET", f"/resource_providers?name=nope;name={name}")
     assert response.status_code == 200
+    assert [p["uuid"] for p in response.json()["resource_providers"]] == [rp]
+    response = backend.request("GET", f"/resource_providers?name=x;uuid={rp}")
     assert response.json() == {"resource_providers": []}
+
+
+def test_a_parameter_after_a_semicolon_is_checked_by_the_schema(backend: Backend) -> None:
+    rp = backend.create_provider()
+    response = backend.request("GET", f"/resource_providers?name={_name_of(backend, rp)};x=1")
+    assert response.status_code == 400
+    assert detail(response).startswith(
+        BAD_REQUEST.format(
+            "Invalid query string parameters: Additional properties are not allowed "
+            "('x' was unexpected)"
+        ).rstrip()
+    )
+    response = backend.request("GET", "/resource_providers?name=a;uuid=x")
+    assert "Invalid query string parameters: 'x' is not a 'uuid'" in detail(response)
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("name={name};;&;", True),  # empty pairs are dropped
+        # A bare name is an empty value (the last one wins): an empty name filters nothing.
+        ("name=nope&name", True),
+        ("name", True),
+        ("name=nope;name=", True),
+        ("name=nope&;name={name}", True),
+    ],
+)
+def test_query_pairs_are_split_as_webob_splits_them(
+    backend: Backend, query: str, found: bool
+) -> None:
+    rp = backend.create_provider()
+    response = backend.request(
+        "GET", "/resource_providers?" + query.format(name=_name_of(backend, rp))
+    )
+    assert response.status_code == 200
+    assert (rp in [p["uuid"] for p in response.json()["resource_providers"]]) is found
+
+
+def test_a_semicolon_separates_parameters_on_every_query_route(backend: Backend) -> None:
+    response = backend.request("GET", "/traits?name=startswith:CUSTOM;associated=maybe")
+    assert response.status_code == 400
+    assert 'The query parameter "associated" only accepts "true" or "false"' in detail(response)
+    response = backend.request("GET", "/allocation_candidates?resources=VCPU:1;limit=x")
+    assert response.status_code == 400
+    assert "Invalid query string parameters: 'x' does not match" in detail(response)
+    response = backend.request("GET", "/usages?project_id=a;consumer_type=")
+    assert response.status_code == 400
+    response = backend.request("GET", "/usages?project_id=a;user_id=")
+    assert response.status_code == 400
+    assert "Invalid query string parameters: '' should be non-empty" in detail(response)
 
 
 def test_unknown_traits_are_named_in_placements_order(backend: Backend) -> None:

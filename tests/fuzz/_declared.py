@@ -39,7 +39,7 @@ def _sharing_beside_suffixed(req: Request, real: Answer, fake: Answer, diffs: li
     path, _, query = req.path.partition("?")
     if path != "/allocation_candidates" or real.status != 200 or fake.status != 200:
         return False
-    params = [p.split("=", 1)[0] for p in query.split("&")]
+    params = [p.split("=", 1)[0] for p in re.split("[&;]", query)]
     if "resources" not in params or not any(
         p.startswith("resources") and p != "resources" for p in params
     ):
