@@ -576,6 +576,16 @@ RAW_HEADERS: tuple[tuple[tuple[str, str | None], ...], ...] = (
 HOSTILE_QUERIES: tuple[str, ...] = (
     "/resource_providers?name=%ff%fe",
     "/resource_providers?name=rp-a;uuid=x",
+    "/resource_providers?name=nope;name=rp-a",
+    "/resource_providers?name=rp-a;x=1",
+    "/resource_providers?name=rp-a;;&;name",
+    "/resource_providers?name=rp+a;name=rp-a",
+    "/resource_providers?name=rp%-a&name=rp%2da",
+    "/resource_providers?name=rp-a;zzz=1&bogus=2",
+    "/traits?name=startswith:CUSTOM;associated=maybe",
+    "/traits?zzz=1;bogus=2",
+    "/usages?project_id=project-a;consumer_type=",
+    "/usages?project_id=project-a;zzz=1&bogus=2",
     "/resource_providers?name=rp%2Da",
     "/traits?name=in:%ff",
     "/usages?project_id=project-a&project_id=project-b",
@@ -786,6 +796,18 @@ ROUTES: dict[str, tuple[st.SearchStrategy[Step], Callable[[Step, Context], Reque
     "GET /allocation_candidates": (
         _step("GET /allocation_candidates", query=_candidate_query),
         _candidates,
+    ),
+    # Hostile query strings alone (no body, usual headers), so that each is met
+    # often enough to be compared at all, not only beside a body that fails first.
+    "(hostile query)": (
+        _step(
+            "(hostile query)",
+            method=st.sampled_from(("GET", "GET", "GET", "HEAD")),
+            path=_hostile_queries,
+            body=st.none(),
+            headers=st.sampled_from(((), (), (), *RAW_HEADERS)),
+        ),
+        _raw,
     ),
     "(hostile)": (
         _step(
