@@ -13,7 +13,7 @@ import uuid
 import pytest
 import requests
 
-from . import Backend, body, detail, new_uuid
+from . import BAD_REQUEST, CONFLICT, NOT_FOUND, Backend, body, detail, new_uuid
 
 VERSION = {"OpenStack-API-Version": "placement 1.39"}
 JSON = "application/json"
@@ -132,6 +132,22 @@ def test_json_nested_five_hundred_deep(backend: Backend, doc: str) -> None:
     _declared_500(backend, response)
 
 
+@pytest.mark.parametrize(
+    "doc",
+    [
+        '{"name": ' + "[" * 1000 + "]" * 1000 + "}",
+        '{"name":' * 1000 + '"x"' + "}" * 1000,
+    ],
+)
+def test_json_nested_past_the_recursion_limit(backend: Backend, doc: str) -> None:
+    # Deep enough that json.loads itself gives up (at 500 the schema check does):
+    # Placement answers 500, the fake must still answer, with the declared 400.
+    response = _raw(backend, "POST", "/resource_classes", doc, "application/json")
+    _declared_500(backend, response)
+    if backend.fake is not None:
+        assert detail(response).endswith("Malformed JSON: nested too deeply  ")
+
+
 def test_a_lone_surrogate_in_a_name(backend: Backend) -> None:
     doc = '{"name": "a\\ud800b"}'
     response = _raw(backend, "POST", "/resource_providers", doc, "application/json")
@@ -152,11 +168,70 @@ def test_invalid_utf8_in_a_query_for_usages(backend: Backend) -> None:
     _declared_500(backend, backend.request("GET", "/usages?project_id=%ff"))
 
 
-def test_a_semicolon_does_not_separate_query_parameters(backend: Backend) -> None:
+def _name_of(backend: Backend, rp: str) -> str:
+    name: str = backend.request("GET", f"/resource_providers/{rp}").json()["name"]
+    return name
+
+
+def test_a_semicolon_separates_query_parameters(backend: Backend) -> None:
+    # webob's parse_qsl_text splits on "&" and ";" alike: the last name wins.
     rp = backend.create_provider()
-    response = backend.request("GET", f"/resource_providers?name=x;uuid={rp}")
+    name = _name_of(backend, rp)
+    response = backend.request("GET", f"/resource_providers?name=nope;name={name}")
     assert response.status_code == 200
+    assert [p["uuid"] for p in response.json()["resource_providers"]] == [rp]
+    response = backend.request("GET", f"/resource_providers?name=x;uuid={rp}")
     assert response.json() == {"resource_providers": []}
+
+
+def test_a_parameter_after_a_semicolon_is_checked_by_the_schema(backend: Backend) -> None:
+    rp = backend.create_provider()
+    response = backend.request("GET", f"/resource_providers?name={_name_of(backend, rp)};x=1")
+    assert response.status_code == 400
+    assert detail(response).startswith(
+        BAD_REQUEST.format(
+            "Invalid query string parameters: Additional properties are not allowed "
+            "('x' was unexpected)"
+        ).rstrip()
+    )
+    response = backend.request("GET", "/resource_providers?name=a;uuid=x")
+    assert "Invalid query string parameters: 'x' is not a 'uuid'" in detail(response)
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("name={name};;&;", True),  # empty pairs are dropped
+        # A bare name is an empty value (the last one wins): an empty name filters nothing.
+        ("name=nope&name", True),
+        ("name", True),
+        ("name=nope;name=", True),
+        ("name=nope&;name={name}", True),
+    ],
+)
+def test_query_pairs_are_split_as_webob_splits_them(
+    backend: Backend, query: str, found: bool
+) -> None:
+    rp = backend.create_provider()
+    response = backend.request(
+        "GET", "/resource_providers?" + query.format(name=_name_of(backend, rp))
+    )
+    assert response.status_code == 200
+    assert (rp in [p["uuid"] for p in response.json()["resource_providers"]]) is found
+
+
+def test_a_semicolon_separates_parameters_on_every_query_route(backend: Backend) -> None:
+    response = backend.request("GET", "/traits?name=startswith:CUSTOM;associated=maybe")
+    assert response.status_code == 400
+    assert 'The query parameter "associated" only accepts "true" or "false"' in detail(response)
+    response = backend.request("GET", "/allocation_candidates?resources=VCPU:1;limit=x")
+    assert response.status_code == 400
+    assert "Invalid query string parameters: 'x' does not match" in detail(response)
+    response = backend.request("GET", "/usages?project_id=a;consumer_type=")
+    assert response.status_code == 400
+    response = backend.request("GET", "/usages?project_id=a;user_id=")
+    assert response.status_code == 400
+    assert "Invalid query string parameters: '' should be non-empty" in detail(response)
 
 
 def test_unknown_traits_are_named_in_placements_order(backend: Backend) -> None:
@@ -256,3 +331,106 @@ def test_a_lone_surrogate_in_a_project_id(backend: Backend) -> None:
     doc = json.dumps(body({rp: {"VCPU": 1}})).replace("project-a", "p\\ud800")
     response = _raw(backend, "PUT", f"/allocations/{new_uuid()}", doc, JSON)
     _declared_500(backend, response)
+
+
+# -- error details as Placement words them (issue 50) ---------------------------------
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_a_percent_encoded_trait_name_is_decoded_as_latin1(backend: Backend, method: str) -> None:
+    # WSGI's PATH_INFO carries the path's bytes as Latin-1: UTF-8 "é" reads "Ã©".
+    response = backend.request(method, "/traits/CUSTOM_%C3%A9")
+    if method == "PUT":
+        assert response.status_code == 400
+        assert "The trait is invalid." in detail(response)
+    else:
+        assert response.status_code == 404
+        assert detail(response) == NOT_FOUND.format("No such trait(s): CUSTOM_\u00c3\u00a9.")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "/resource_providers?required={a},{b},{c}",
+        "/resource_providers?required=!{a},!{b},!{c}",
+        "/allocation_candidates?resources=VCPU:1&required={a},{b},{c}",
+        "/allocation_candidates?resources=VCPU:1&required=!{a},!{b},!{c}",
+        "/allocation_candidates?resources=VCPU:1&required=in:{a},{b},{c}",
+        "/allocation_candidates?resources=VCPU:1&root_required={a},{b},{c}",
+    ],
+)
+def test_several_unknown_traits_are_refused_naming_one(backend: Backend, query: str) -> None:
+    # Placement looks the names up from a set and stops at the first unknown one:
+    # which it names follows string hashing; the fake names the alphabetically first.
+    tag = uuid.uuid4().hex[:8].upper()
+    names = [f"CUSTOM_NOPE{i}_{tag}" for i in (3, 1, 2)]
+    response = backend.request("GET", query.format(a=names[0], b=names[1], c=names[2]))
+    assert response.status_code == 400
+    prefix = 'Invalid trait(s) in "required" parameter: ' if "/resource_p" in query else ""
+    named = [
+        n
+        for n in names
+        if detail(response) == BAD_REQUEST.format(f"{prefix}No such trait(s): {n}.")
+    ]
+    assert len(named) == 1
+    if backend.fake is not None:
+        assert named == [min(names)]
+
+
+def test_usages_name_the_pattern_an_empty_consumer_type_fails(backend: Backend) -> None:
+    response = backend.request("GET", "/usages?project_id=p&consumer_type=")
+    assert response.status_code == 400
+    assert detail(response).startswith(
+        BAD_REQUEST.format(
+            "Invalid query string parameters: '' does not match '^[A-Z0-9_]+$|^all|^unknown$'"
+        ).rstrip()
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/traits?zzz=1&bogus=2",
+        "/traits?zzz=1;bogus=2",
+        "/resource_providers?zzz=1;bogus=2",
+        "/usages?project_id=p&zzz=1&bogus=2",
+    ],
+)
+def test_two_unexpected_parameters_were_unexpected(backend: Backend, path: str) -> None:
+    response = backend.request("GET", path)
+    assert response.status_code == 400
+    assert (
+        "Invalid query string parameters: Additional properties are not allowed "
+        "('bogus', 'zzz' were unexpected)"
+    ) in detail(response)
+
+
+@pytest.mark.parametrize(
+    ("doc", "said"),
+    [
+        ([], "[] is not of type 'object'"),
+        ({"inventories": [], "allocations": {}}, "[] is not of type 'object'"),
+        ({"inventories": {}, "allocations": {}}, "{} should be non-empty"),
+        (
+            {"inventories": {"x": {}}, "allocations": {}},
+            "'x' does not match any of the regexes: '^[0-9a-fA-F-]{36}$'",
+        ),
+    ],
+)
+def test_reshaper_body_errors_are_jsonschemas(backend: Backend, doc: object, said: str) -> None:
+    response = backend.request("POST", "/reshaper", doc, headers={"X-Roles": "service"})
+    assert response.status_code == 400
+    text = detail(response)
+    assert text.startswith(BAD_REQUEST.format(f"JSON does not validate: {said}").rstrip())
+    assert "(at " not in text
+
+
+def test_missing_inventory_names_classes_in_placements_set_order(backend: Backend) -> None:
+    # Placement joins a set of class ids (os-resource-classes order for the
+    # standard ones): for these small ids that is id order, not request order.
+    rp = backend.create_provider({"IPV4_ADDRESS": {"total": 8}})
+    doc = body({rp: {"DISK_GB": 1, "MEMORY_MB": 1, "VCPU": 1}})
+    response = backend.request("PUT", f"/allocations/{new_uuid()}", doc)
+    assert response.status_code == 409
+    assert detail(response) == CONFLICT.format(
+        "Unable to allocate inventory: Inventory for 'VCPU, MEMORY_MB, DISK_GB' on "
+        f"resource provider '{rp}' invalid."
+    )

@@ -26,9 +26,11 @@ __all__ = ["UNORDERED", "Renamer", "canonical_body", "differences"]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _REQ_ID = re.compile(r"req-[0-9a-f-]{36}")
-# Two or more trait or class names joined by ", ": Placement joins sets, whose
-# order follows the process's string hashing, so such a run is compared sorted.
-_NAME_RUN = re.compile(r"\b[A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)+\b")
+# PUT /resource_providers/{u}/traits names its unknown traits by joining a set
+# difference, whose order follows the process's string hashing: only that run is
+# compared sorted. Every other list of names in a detail (classes in id order,
+# in-use inventory in row order) is in an order Placement keeps, and compared as is.
+_NAME_RUN = re.compile(r"(?<=No such trait )[A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)+\b")
 #: List keys whose order Placement does not promise, and why (compared as multisets).
 UNORDERED: dict[str, str] = {
     "allocation_requests": "a set of candidates (order moves with PYTHONHASHSEED); the fake "

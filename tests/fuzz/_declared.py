@@ -39,7 +39,7 @@ def _sharing_beside_suffixed(req: Request, real: Answer, fake: Answer, diffs: li
     path, _, query = req.path.partition("?")
     if path != "/allocation_candidates" or real.status != 200 or fake.status != 200:
         return False
-    params = [p.split("=", 1)[0] for p in query.split("&")]
+    params = [p.split("=", 1)[0] for p in re.split("[&;]", query)]
     if "resources" not in params or not any(
         p.startswith("resources") and p != "resources" for p in params
     ):
@@ -85,6 +85,25 @@ def _database_text(req: Request, real: Answer, fake: Answer, diffs: list[str]) -
     return "IntegrityError" in detail or "Duplicate entry" in detail
 
 
+_ONE_UNKNOWN = re.compile(r"No such trait\(s\): ([A-Z][A-Z0-9_]*)\.")
+
+
+def _one_unknown_trait(req: Request, real: Answer, fake: Answer, diffs: list[str]) -> bool:
+    # Both refuse with the same words, each naming one unknown trait the query sent.
+    if not _only_body(diffs) or real.status != 400 or fake.status != 400:
+        return False
+    named = []
+    for answer in (real, fake):
+        doc = answer.json()
+        text = doc["errors"][0]["detail"] if isinstance(doc, dict) and doc.get("errors") else ""
+        found = _ONE_UNKNOWN.search(text)
+        if found is None:
+            return False
+        named.append((found.group(1), _ONE_UNKNOWN.sub("No such trait(s): <trait>.", text)))
+    query = req.path.partition("?")[2]
+    return named[0][1] == named[1][1] and all(name in query for name, _ in named)
+
+
 DECLARED: tuple[Declared, ...] = (
     Declared(
         "placement-500",
@@ -114,6 +133,14 @@ DECLARED: tuple[Declared, ...] = (
         "parameters and timestamp; different on MySQL and PostgreSQL); the fake gives the "
         "same status and code with Placement's own 'already exists' wording.",
         _database_text,
+    ),
+    Declared(
+        "one-unknown-trait",
+        "A query naming several unknown traits is refused naming one of them: Placement "
+        "looks the names up from a set and stops at the first it lacks, so which one "
+        "follows the process's string hashes (PYTHONHASHSEED); the fake names the "
+        "alphabetically first.",
+        _one_unknown_trait,
     ),
     Declared(
         "sharing-beside-suffixed",

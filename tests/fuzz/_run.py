@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -60,7 +61,8 @@ def _without_limit(request: Request) -> Request | None:
     path, _, query = request.path.partition("?")
     if path != "/allocation_candidates" or "limit=" not in query:
         return None
-    kept = [p for p in query.split("&") if not p.startswith("limit=")]
+    # Placement (webob) separates parameters with ";" as well as "&".
+    kept = [p for p in re.split("[&;]", query) if not p.startswith("limit=")]
     return replace(request, path=f"{path}?{'&'.join(kept)}", route="(survivors)")
 
 

@@ -554,54 +554,67 @@ _weird_paths = st.one_of(
     _rp.map(lambda u: f"/resource_providers/{u}%3Fa=b"),
     _rp.map(lambda u: f"/resource_providers/{u}/traits%2F"),
 )
-_raw_headers = st.sampled_from(
-    (
-        (),
-        (("Accept", "text/html"),),
-        (("Accept", "text/plain"),),
-        (("Accept", "application/xml"),),
-        (("Accept", "application/json; charset=utf-8"),),
-        (("Accept", "application"),),
-        (("Accept", "*"),),
-        (("Accept", "text/html, application/json;q=0.5"),),
-        (("Content-Type", "text/plain"),),
-        (("Content-Type", "application/json ; charset=utf-8"),),
-        (("Content-Type", "application/json;charset=utf-8"),),
-        (("X-Roles", "ADMIN"),),
-        (("X-Roles", "reader"), ("X-Auth-Token", "user-a:project-a")),
-        (("X-Auth-Token", None),),
-        (("OpenStack-System-Scope", "all"),),
-    )
+#: Header sets the hostile step sends (also fed to the fake alone by the no-raise test).
+RAW_HEADERS: tuple[tuple[tuple[str, str | None], ...], ...] = (
+    (),
+    (("Accept", "text/html"),),
+    (("Accept", "text/plain"),),
+    (("Accept", "application/xml"),),
+    (("Accept", "application/json; charset=utf-8"),),
+    (("Accept", "application"),),
+    (("Accept", "*"),),
+    (("Accept", "text/html, application/json;q=0.5"),),
+    (("Content-Type", "text/plain"),),
+    (("Content-Type", "application/json ; charset=utf-8"),),
+    (("Content-Type", "application/json;charset=utf-8"),),
+    (("X-Roles", "ADMIN"),),
+    (("X-Roles", "reader"), ("X-Auth-Token", "user-a:project-a")),
+    (("X-Auth-Token", None),),
+    (("OpenStack-System-Scope", "all"),),
 )
-_hostile_queries = st.sampled_from(
-    (
-        "/resource_providers?name=%ff%fe",
-        "/resource_providers?name=rp-a;uuid=x",
-        "/resource_providers?name=rp%2Da",
-        "/traits?name=in:%ff",
-        "/usages?project_id=project-a&project_id=project-b",
-        "/usages?project_id=%ff",
-        "/allocation_candidates?resources=VCPU:1&limit=x&limit=1",
-        "/allocation_candidates?resources=VCPU:1&limit=1&limit=x",
-        "/allocation_candidates?resources=VCPU:1;limit=1",
-        "/allocation_candidates?resources=VCPU%3A1",
-        "/resource_classes?",
-    )
+#: Paths with hostile query strings the hostile step sends.
+HOSTILE_QUERIES: tuple[str, ...] = (
+    "/resource_providers?name=%ff%fe",
+    "/resource_providers?name=rp-a;uuid=x",
+    "/resource_providers?name=nope;name=rp-a",
+    "/resource_providers?name=rp-a;x=1",
+    "/resource_providers?name=rp-a;;&;name",
+    "/resource_providers?name=rp+a;name=rp-a",
+    "/resource_providers?name=rp%-a&name=rp%2da",
+    "/resource_providers?name=rp-a;zzz=1&bogus=2",
+    "/traits?name=startswith:CUSTOM;associated=maybe",
+    "/traits?zzz=1;bogus=2",
+    "/usages?project_id=project-a;consumer_type=",
+    "/usages?project_id=project-a;zzz=1&bogus=2",
+    "/resource_providers?name=rp%2Da",
+    "/traits?name=in:%ff",
+    "/usages?project_id=project-a&project_id=project-b",
+    "/usages?project_id=%ff",
+    "/allocation_candidates?resources=VCPU:1&limit=x&limit=1",
+    "/allocation_candidates?resources=VCPU:1&limit=1&limit=x",
+    "/allocation_candidates?resources=VCPU:1;limit=1",
+    "/allocation_candidates?resources=VCPU%3A1",
+    "/resource_classes?",
 )
-_hostile_bodies = st.sampled_from(
-    (
-        None,
-        "{",
-        '{"name": "x"}',
-        "[]",
-        "[" * 500 + "]" * 500,
-        '{"name":' * 300 + '"x"' + "}" * 300,
-        '{"name": "a\\ud800b"}',
-        '{"name": "caf\\u00e9"}',
-        '{"name": 1e400}',
-        '{"name": "x", "name": "y"}',
-    )
+#: Raw bodies the hostile step sends (None: no body).
+HOSTILE_BODIES: tuple[str | None, ...] = (
+    None,
+    "{",
+    '{"name": "x"}',
+    "[]",
+    "[" * 500 + "]" * 500,
+    '{"name":' * 300 + '"x"' + "}" * 300,
+    "[" * 2000 + "]" * 2000,
+    '{"name":' * 2000 + '"x"' + "}" * 2000,
+    '{"name": "a\\ud800b"}',
+    '{"name": "caf\\u00e9"}',
+    '{"name": 1e400}',
+    '{"name": "x", "name": "y"}',
 )
+
+_raw_headers = st.sampled_from(RAW_HEADERS)
+_hostile_queries = st.sampled_from(HOSTILE_QUERIES)
+_hostile_bodies = st.sampled_from(HOSTILE_BODIES)
 
 ROUTES: dict[str, tuple[st.SearchStrategy[Step], Callable[[Step, Context], Request]]] = {
     "GET /": (_step("GET /"), _root),
@@ -783,6 +796,18 @@ ROUTES: dict[str, tuple[st.SearchStrategy[Step], Callable[[Step, Context], Reque
     "GET /allocation_candidates": (
         _step("GET /allocation_candidates", query=_candidate_query),
         _candidates,
+    ),
+    # Hostile query strings alone (no body, usual headers), so that each is met
+    # often enough to be compared at all, not only beside a body that fails first.
+    "(hostile query)": (
+        _step(
+            "(hostile query)",
+            method=st.sampled_from(("GET", "GET", "GET", "HEAD")),
+            path=_hostile_queries,
+            body=st.none(),
+            headers=st.sampled_from(((), (), (), *RAW_HEADERS)),
+        ),
+        _raw,
     ),
     "(hostile)": (
         _step(
