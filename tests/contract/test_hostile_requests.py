@@ -148,6 +148,41 @@ def test_json_nested_past_the_recursion_limit(backend: Backend, doc: str) -> Non
         assert detail(response).endswith("Malformed JSON: nested too deeply  ")
 
 
+@pytest.mark.parametrize("generation", [0, 7], ids=["current", "stale"])
+@pytest.mark.parametrize("record", ['"not-an-object"', "3", '["x"]'])
+def test_an_inventory_record_dict_update_refuses(
+    backend: Backend, generation: int, record: str
+) -> None:
+    # Under a key that is no class name the schema lets any record through;
+    # Placement merges it into its defaults (dict.update) before comparing the
+    # generation, so even a stale one is its 500, not a 409 (the fuzzer's
+    # 1,500-sequence run found it).
+    rp = backend.create_provider()
+    doc = f'{{"resource_provider_generation": {generation}, "inventories": {{"vcpu": {record}}}}}'
+    response = _raw(backend, "PUT", f"/resource_providers/{rp}/inventories", doc, JSON)
+    _declared_500(backend, response)
+
+
+@pytest.mark.parametrize(
+    ("record", "generation", "status", "text"),
+    [
+        ("[]", 7, 409, "resource provider generation conflict"),
+        ('[["total", 4]]', 7, 409, "resource provider generation conflict"),
+        ('[["total", 4]]', 0, 400, "Unknown resource class in inventory"),
+    ],
+)
+def test_an_inventory_record_dict_update_takes(
+    backend: Backend, record: str, generation: int, status: int, text: str
+) -> None:
+    # What dict.update takes goes on as a record: the generation, then the class.
+    # (An empty one at the current generation has no total: Placement's 500.)
+    rp = backend.create_provider()
+    doc = f'{{"resource_provider_generation": {generation}, "inventories": {{"vcpu": {record}}}}}'
+    response = _raw(backend, "PUT", f"/resource_providers/{rp}/inventories", doc, JSON)
+    assert response.status_code == status
+    assert text in detail(response)
+
+
 def test_a_lone_surrogate_in_a_name(backend: Backend) -> None:
     doc = '{"name": "a\\ud800b"}'
     response = _raw(backend, "POST", "/resource_providers", doc, "application/json")
