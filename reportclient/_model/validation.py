@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from reportclient._numbers import is_non_negative_number
 from reportclient.errors import InvalidInput
@@ -392,8 +392,10 @@ def validate_path(path: object) -> str:
     parts = urlsplit(path)
     if parts.scheme or parts.netloc or "#" in path:
         raise InvalidInput(f"path must be relative to the Placement endpoint, got {path!r}")
-    if any(segment in (".", "..") for segment in parts.path.split("/")):
+    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
         # urllib3 removes dot segments before sending, so the route sent is not
-        # the one written, and the caches would forget the wrong subject.
+        # the one written, and the caches would forget the wrong subject; a
+        # segment spelled with escapes ("%2e%2e") is one too, as requests
+        # unescapes unreserved characters before urllib3 sees the path.
         raise InvalidInput(f"path must not contain '.' or '..' segments, got {path!r}")
     return path

@@ -176,6 +176,10 @@ def test_a_per_call_timeout_names_itself_in_the_error(wire, client):
         ("GET", "/allocations/../resource_providers", {}),
         ("PUT", "/allocations/./x", {"json": {}}),
         ("GET", "/..", {}),
+        # ... however spelled: requests unescapes "%2e" to "." before urllib3.
+        ("GET", "/allocations/%2e%2e/resource_providers", {}),
+        ("DELETE", "/resource_providers/x/inventories/%2E%2E/.%2e/%2e./allocations/y", {}),
+        ("PUT", "/allocations/%2e/x", {"json": {}}),
     ],
 )
 def test_malformed_requests_are_refused_before_the_wire(wire, client, method, path, kwargs):
