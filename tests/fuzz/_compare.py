@@ -31,6 +31,18 @@ _REQ_ID = re.compile(r"req-[0-9a-f-]{36}")
 # compared sorted. Every other list of names in a detail (classes in id order,
 # in-use inventory in row order) is in an order Placement keeps, and compared as is.
 _NAME_RUN = re.compile(r"(?<=No such trait )[A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)+\b")
+# Suffix lists Placement builds from a set of request-group suffixes (strings, so
+# in the process's string-hash order) and prints as a Python list: compared sorted.
+_SUFFIX_LIST = re.compile(
+    r"(?<=bad group\(s\) - )\[[^\]]*\]|(?<=`same_subtree`: )\[[^\]]*\](?= not found)"
+)
+
+
+def _sorted_list(match: re.Match[str]) -> str:
+    items = [item for item in match.group(0)[1:-1].split(", ") if item]
+    return "[" + ", ".join(sorted(items)) + "]"
+
+
 #: List keys whose order Placement does not promise, and why (compared as multisets).
 UNORDERED: dict[str, str] = {
     "allocation_requests": "a set of candidates (order moves with PYTHONHASHSEED); the fake "
@@ -58,6 +70,7 @@ class Renamer:
         """``value`` with request ids blanked and made-up uuids renamed."""
         value = _REQ_ID.sub("req-<id>", value)
         value = _NAME_RUN.sub(lambda m: ", ".join(sorted(m.group(0).split(", "))), value)
+        value = _SUFFIX_LIST.sub(_sorted_list, value)
 
         def rename(match: re.Match[str]) -> str:
             found = match.group(0)
