@@ -215,6 +215,31 @@ def test_inventory_in_use_names_the_classes_in_placements_order(backend: Backend
     assert f"Inventory for 'VCPU, DISK_GB' on resource provider '{rp}' in use." in detail(response)
 
 
+def test_custom_classes_in_use_are_named_in_the_order_they_were_created(
+    backend: Backend,
+) -> None:
+    # Placement's row ids: a custom class after the standard ones, each one
+    # past the last; the fake sorted them by name (nova's reshape test found it).
+    tag = uuid.uuid4().hex[:8].upper()
+    first, second = f"CUSTOM_Z_{tag}", f"CUSTOM_A_{tag}"
+    for name in (first, second):
+        assert backend.request("PUT", f"/resource_classes/{name}").status_code == 201
+    rp = _provider(backend, {"VCPU": 8, second: 4, first: 4})
+    doc = body({rp: {second: 1, "VCPU": 1, first: 1}}, None)
+    assert backend.request("PUT", f"/allocations/{new_uuid()}", doc).status_code == 204
+    generation = backend.request("GET", f"/resource_providers/{rp}").json()["generation"]
+
+    response = backend.request(
+        "PUT",
+        f"/resource_providers/{rp}/inventories",
+        {"resource_provider_generation": generation, "inventories": {}},
+    )
+
+    assert outcome(response) == (409, "placement.inventory.inuse")
+    named = f"VCPU, {first}, {second}"
+    assert f"Inventory for '{named}' on resource provider '{rp}' in use." in detail(response)
+
+
 def test_a_child_of_a_missing_parent_is_refused_as_the_object_action_failed(
     backend: Backend,
 ) -> None:
