@@ -199,9 +199,12 @@ def test_put_resource_class_before_1_7_renames_it(backend: Backend) -> None:
     assert detail(standard) == BAD_REQUEST.format("Cannot update standard resource class VCPU")
 
 
-def test_inventory_in_use_names_the_classes_in_placements_order(backend: Backend) -> None:
-    rp = _provider(backend, {"DISK_GB": 100, "VCPU": 8})
-    doc = body({rp: {"VCPU": 1, "DISK_GB": 1}}, None)
+def _emptied_in_use(
+    backend: Backend, inventory: dict[str, int], used: dict[str, int]
+) -> tuple[str, str]:
+    """Allocate ``used`` on a new provider, then PUT it no inventories: it and the 409's detail."""
+    rp = _provider(backend, inventory)
+    doc = body({rp: used}, None)
     assert backend.request("PUT", f"/allocations/{new_uuid()}", doc).status_code == 204
     generation = backend.request("GET", f"/resource_providers/{rp}").json()["generation"]
 
@@ -212,7 +215,12 @@ def test_inventory_in_use_names_the_classes_in_placements_order(backend: Backend
     )
 
     assert outcome(response) == (409, "placement.inventory.inuse")
-    assert f"Inventory for 'VCPU, DISK_GB' on resource provider '{rp}' in use." in detail(response)
+    return rp, detail(response)
+
+
+def test_inventory_in_use_names_the_classes_in_placements_order(backend: Backend) -> None:
+    rp, said = _emptied_in_use(backend, {"DISK_GB": 100, "VCPU": 8}, {"VCPU": 1, "DISK_GB": 1})
+    assert f"Inventory for 'VCPU, DISK_GB' on resource provider '{rp}' in use." in said
 
 
 def test_custom_classes_in_use_are_named_in_the_order_they_were_created(
@@ -224,20 +232,11 @@ def test_custom_classes_in_use_are_named_in_the_order_they_were_created(
     first, second = f"CUSTOM_Z_{tag}", f"CUSTOM_A_{tag}"
     for name in (first, second):
         assert backend.request("PUT", f"/resource_classes/{name}").status_code == 201
-    rp = _provider(backend, {"VCPU": 8, second: 4, first: 4})
-    doc = body({rp: {second: 1, "VCPU": 1, first: 1}}, None)
-    assert backend.request("PUT", f"/allocations/{new_uuid()}", doc).status_code == 204
-    generation = backend.request("GET", f"/resource_providers/{rp}").json()["generation"]
-
-    response = backend.request(
-        "PUT",
-        f"/resource_providers/{rp}/inventories",
-        {"resource_provider_generation": generation, "inventories": {}},
+    rp, said = _emptied_in_use(
+        backend, {"VCPU": 8, second: 4, first: 4}, {second: 1, "VCPU": 1, first: 1}
     )
-
-    assert outcome(response) == (409, "placement.inventory.inuse")
     named = f"VCPU, {first}, {second}"
-    assert f"Inventory for '{named}' on resource provider '{rp}' in use." in detail(response)
+    assert f"Inventory for '{named}' on resource provider '{rp}' in use." in said
 
 
 def test_a_child_of_a_missing_parent_is_refused_as_the_object_action_failed(
