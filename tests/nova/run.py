@@ -39,6 +39,16 @@ from typing import Any
 #: Every test of a module or class.
 ALL = r"test_"
 
+#: nova's regression tests whose source touches Placement or allocations, by bug number.
+REGRESSIONS = """
+1595962 1628606 1671648 1679750 1682693 1702454 1713783 1718455 1718512 1719730
+1735407 1741364 1746483 1764556 1764883 1780373 1781286 1781710 1784353 1790204
+1794996 1797580 1806064 1815153 1825020 1825034 1825537 1830747 1835822 1837955
+1839560 1845291 1848343 1849165 1849409 1852458 1853009 1862633 1886418 1890244
+1893284 1896463 1978983 2025480 2062127 2098496 2102038 2111440 2134375 2140631
+2143972 2153425
+""".split()
+
 SUITES = (
     # Every public call of the report client against nova's Placement fixture.
     ("nova.tests.functional.test_report_client", ALL),
@@ -73,58 +83,7 @@ SUITES = (
     # test_bug_2080531 is left out: it reads the server's network info the
     # moment the server is ACTIVE, before nova's network allocation (a thread of
     # its own) has always saved it, and fails on nova's own client as often.
-    ("nova.tests.functional.regressions.test_bug_1595962", ALL),
-    ("nova.tests.functional.regressions.test_bug_1628606", ALL),
-    ("nova.tests.functional.regressions.test_bug_1671648", ALL),
-    ("nova.tests.functional.regressions.test_bug_1679750", ALL),
-    ("nova.tests.functional.regressions.test_bug_1682693", ALL),
-    ("nova.tests.functional.regressions.test_bug_1702454", ALL),
-    ("nova.tests.functional.regressions.test_bug_1713783", ALL),
-    ("nova.tests.functional.regressions.test_bug_1718455", ALL),
-    ("nova.tests.functional.regressions.test_bug_1718512", ALL),
-    ("nova.tests.functional.regressions.test_bug_1719730", ALL),
-    ("nova.tests.functional.regressions.test_bug_1735407", ALL),
-    ("nova.tests.functional.regressions.test_bug_1741364", ALL),
-    ("nova.tests.functional.regressions.test_bug_1746483", ALL),
-    ("nova.tests.functional.regressions.test_bug_1764556", ALL),
-    ("nova.tests.functional.regressions.test_bug_1764883", ALL),
-    ("nova.tests.functional.regressions.test_bug_1780373", ALL),
-    ("nova.tests.functional.regressions.test_bug_1781286", ALL),
-    ("nova.tests.functional.regressions.test_bug_1781710", ALL),
-    ("nova.tests.functional.regressions.test_bug_1784353", ALL),
-    ("nova.tests.functional.regressions.test_bug_1790204", ALL),
-    ("nova.tests.functional.regressions.test_bug_1794996", ALL),
-    ("nova.tests.functional.regressions.test_bug_1797580", ALL),
-    ("nova.tests.functional.regressions.test_bug_1806064", ALL),
-    ("nova.tests.functional.regressions.test_bug_1815153", ALL),
-    ("nova.tests.functional.regressions.test_bug_1825020", ALL),
-    ("nova.tests.functional.regressions.test_bug_1825034", ALL),
-    ("nova.tests.functional.regressions.test_bug_1825537", ALL),
-    ("nova.tests.functional.regressions.test_bug_1830747", ALL),
-    ("nova.tests.functional.regressions.test_bug_1835822", ALL),
-    ("nova.tests.functional.regressions.test_bug_1837955", ALL),
-    ("nova.tests.functional.regressions.test_bug_1839560", ALL),
-    ("nova.tests.functional.regressions.test_bug_1845291", ALL),
-    ("nova.tests.functional.regressions.test_bug_1848343", ALL),
-    ("nova.tests.functional.regressions.test_bug_1849165", ALL),
-    ("nova.tests.functional.regressions.test_bug_1849409", ALL),
-    ("nova.tests.functional.regressions.test_bug_1852458", ALL),
-    ("nova.tests.functional.regressions.test_bug_1853009", ALL),
-    ("nova.tests.functional.regressions.test_bug_1862633", ALL),
-    ("nova.tests.functional.regressions.test_bug_1886418", ALL),
-    ("nova.tests.functional.regressions.test_bug_1890244", ALL),
-    ("nova.tests.functional.regressions.test_bug_1893284", ALL),
-    ("nova.tests.functional.regressions.test_bug_1896463", ALL),
-    ("nova.tests.functional.regressions.test_bug_1978983", ALL),
-    ("nova.tests.functional.regressions.test_bug_2025480", ALL),
-    ("nova.tests.functional.regressions.test_bug_2062127", ALL),
-    ("nova.tests.functional.regressions.test_bug_2098496", ALL),
-    ("nova.tests.functional.regressions.test_bug_2102038", ALL),
-    ("nova.tests.functional.regressions.test_bug_2111440", ALL),
-    ("nova.tests.functional.regressions.test_bug_2134375", ALL),
-    ("nova.tests.functional.regressions.test_bug_2140631", ALL),
-    ("nova.tests.functional.regressions.test_bug_2143972", ALL),
-    ("nova.tests.functional.regressions.test_bug_2153425", ALL),
+    *((f"nova.tests.functional.regressions.test_bug_{bug}", ALL) for bug in REGRESSIONS),
 )
 
 #: Counted tests the adapter fails on purpose, with the difference that makes them fail.
