@@ -50,7 +50,7 @@ from bench.support.common import (
     quiet_logging,
 )
 from reportclient import PlacementClient
-from reportclient._engine.reconcile_plan import PROOF_MARGIN
+from reportclient._engine.proofs import PROOF_MARGIN
 from reportclient.fixture import FakeClock
 
 WINDOW = 300.0

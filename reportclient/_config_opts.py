@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from keystoneauth1 import loading as ks_loading
 
 from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL
+from reportclient._model.assumptions import ProofAssumption
 from reportclient._wire.transport import DEFAULT_POOL_SIZE, DEFAULT_TIMEOUT
 from reportclient.errors import InvalidInput
 from reportclient.retry import (
@@ -162,6 +163,19 @@ def _own_opts(oslo_cfg: ModuleType) -> list[cfg.Opt]:
             "resource_provider_association_refresh). Unset: every reconcile proves every "
             "write.",
         ),
+        oslo_cfg.ListOpt(
+            "proof_assumptions",
+            default=[],
+            item_type=oslo_cfg.types.String(choices=[a.value for a in ProofAssumption]),
+            help="Promises about every other writer of this Placement that save the provider "
+            "tree view and reconcile_max_staleness a request per window. "
+            "aggregates_at_1_19: every writer of aggregates uses microversion 1.19 or later "
+            "(else an aggregate set below 1.19 is not seen until this client reads it "
+            "again); no_class_renames: no writer renames a custom resource class (microversions "
+            "1.2-1.6). Empty (the default): every write Placement accepts is seen within the "
+            "window, at the price of reading each provider's aggregates once per window and "
+            "listing the resource classes once per window when an inventory names a custom one.",
+        ),
         oslo_cfg.StrOpt(
             "microversion",
             help="Pin the Placement microversion (1.28 to 1.39) instead of negotiating the "
@@ -211,7 +225,7 @@ def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     options (``region_name``, ``valid_interfaces``, ``endpoint_override``,
     ``connect_retries``, ``status_code_retries``...) and reportclient's own
     (``cache_ttl``, ``cache_size``, ``retry_*`` (``retry_budget_*`` included),
-    ``reconcile_max_staleness``,
+    ``reconcile_max_staleness``, ``proof_assumptions``,
     ``microversion``, ``pool_size``, ``connect_timeout``, ``read_timeout``).
 
     :raises MissingExtra: without oslo.config.

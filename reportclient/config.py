@@ -192,6 +192,7 @@ def client_from_conf(
         "microversion": given_or_own("microversion"),
         "timeout": pair,
         "reconcile_max_staleness": given_or_own("reconcile_max_staleness"),
+        "proof_assumptions": given_or_own("proof_assumptions"),
         "retry_budget": overrides.get("retry_budget")
         or RetryBudget(
             own["retry_budget_ratio"],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -23,6 +23,7 @@ from keystoneauth1 import adapter as ks_adapter
 from reportclient._engine.consumer_write import DEFAULT_CONSUMER_TYPE
 from reportclient._engine.contention import ContentionMemory
 from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, Gateway
+from reportclient._model.assumptions import ProofAssumption, validate_assumptions
 from reportclient._model.validation import validate_consumer_type, validate_max_staleness
 from reportclient._wire.transport import DEFAULT_TIMEOUT, Transport
 from reportclient.errors import InvalidInput
@@ -73,6 +74,11 @@ class ClientSettings(TypedDict, total=False):
         spends none: only the policy and the request bound
         (:data:`~reportclient.MAX_REQUESTS`) limit retries
         (doc/source/retry.rst).
+    :param proof_assumptions: promises about every other writer of this
+        Placement that make the tree view and the agent setting cheaper
+        (:class:`~reportclient.ProofAssumption`, or their names); none by
+        default, when every write Placement accepts is seen within the
+        window (doc/source/providers.rst says what each one risks).
     """
 
     retry: tenacity.Retrying | None
@@ -85,6 +91,7 @@ class ClientSettings(TypedDict, total=False):
     default_consumer_type: str
     reconcile_max_staleness: float | None
     retry_budget: RetryBudget | None
+    proof_assumptions: Iterable[ProofAssumption | str] | str | None
 
 
 class SessionOptions(ClientSettings, total=False):
@@ -168,6 +175,7 @@ class Core:
     default_type: str
     max_staleness: float | None
     budget: RetryBudget | None
+    assumptions: frozenset[ProofAssumption] = frozenset()
 
     @classmethod
     def build(cls, adapter: ks_adapter.Adapter, settings: ClientSettings) -> Core:
@@ -180,6 +188,7 @@ class Core:
             settings.get("default_consumer_type", DEFAULT_CONSUMER_TYPE)
         )
         max_staleness = validate_max_staleness(settings.get("reconcile_max_staleness"))
+        assumptions = validate_assumptions(settings.get("proof_assumptions"))
         retry = settings.get("retry")
         policy = policy_of(retry) if retry is not None else default_retry()
         budget = budget_of(settings, clock)
@@ -210,6 +219,7 @@ class Core:
             default_type,
             max_staleness,
             budget,
+            assumptions,
         )
 
     def policy(self, retry: tenacity.Retrying | None) -> tenacity.Retrying:

@@ -65,7 +65,7 @@ class ProviderClient(FieldsClient, CatalogClient):
         self._max_staleness = core.max_staleness
         # The trees reconcile(max_staleness=...) last proved, on the same clock.
         self._trees = TreeMemory(core.clock)
-        self._ops = ProviderOps(core.gateway, core.retry, core.contention)
+        self._ops = ProviderOps(core.gateway, core.retry, core.contention, core.assumptions)
 
     # -- providers -----------------------------------------------------------
     def create_provider(

@@ -19,7 +19,9 @@ import tenacity
 from reportclient._engine.attempts import run_attempts
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.field_write import Field, FieldWrite
+from reportclient._gateway.class_record import ClassListing
 from reportclient._gateway.gateway import Gateway, TreeListing
+from reportclient._model.assumptions import ProofAssumption
 from reportclient._model.microversions import Microversion
 from reportclient._model.providers import ProviderAllocations, ResourceProvider
 from reportclient.errors import CannotDeleteParent, PlacementUnavailable, ProviderInUse
@@ -42,14 +44,21 @@ class ProviderOps:
 
     :param gateway: the client's gateway (every route, both caches).
     :param retry: the client's policy, for field changes.
+    :param assumptions: what the client's settings promise about other
+        writers (:mod:`reportclient._model.assumptions`), for the proofs.
     """
 
     def __init__(
-        self, gateway: Gateway, retry: tenacity.Retrying, contention: ContentionMemory
+        self,
+        gateway: Gateway,
+        retry: tenacity.Retrying,
+        contention: ContentionMemory,
+        assumptions: frozenset[ProofAssumption] = frozenset(),
     ) -> None:
         self._gateway = gateway
         self._retry = retry
         self._contention = contention
+        self.assumptions = assumptions
         #: The provider cache as reconcile may read it and carry it on.
         self.cache = gateway.fields
 
@@ -69,6 +78,10 @@ class ProviderOps:
     def list_tree(self, anchor: str, *, global_request_id: str | None = None) -> TreeListing:
         """A tree's providers, with the server's times (see :class:`TreeListing`)."""
         return self._gateway.list_tree(anchor, global_request_id)
+
+    def list_classes(self, request_id: str | None = None) -> ClassListing:
+        """The resource classes, dated: what proves a cached inventory's custom class names."""
+        return self._gateway.list_classes_dated(request_id)
 
     def get_provider(self, uuid: str, *, global_request_id: str | None = None) -> ResourceProvider:
         return self._gateway.get_provider(uuid, global_request_id)

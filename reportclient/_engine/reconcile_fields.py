@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from reportclient._engine.prover import FieldProver
 from reportclient._engine.provider_ops import ProviderOps
 from reportclient._engine.reconcile_plan import (
     FieldPlan,
@@ -22,17 +23,14 @@ from reportclient._engine.reconcile_plan import (
     needs_write,
     stand_in,
     to_ensure,
-    unchanged_since,
     young,
 )
-from reportclient._engine.view_plan import Proof, ask_provider, field_proof
 from reportclient._gateway.gateway import FIELD_KINDS, Snapshot, TreeListing
 from reportclient._model.provider_tree import ProviderSpec
 from reportclient._model.providers import (
     ProviderInventories,
     ResourceProvider,
 )
-from reportclient.errors import ProviderNotFound
 
 __all__ = ["FieldSteps"]
 
@@ -60,22 +58,10 @@ class FieldSteps:
         cache = self.client.cache
         now = self._now()
         known: dict[str, Known] = {}
-        for kind in FIELD_KINDS:
-            if self.max_staleness is not None:
-                # The agent setting: what the listing proves unchanged is
-                # proven again as of now, young or not (a field left at its
-                # old stamp would outlive the window the listing opens, and
-                # be read inside it); else a snapshot young by its own
-                # window, however the listing's generation vouches for it
-                # (a re-created provider can be back at it holding another
-                # writer's content).
-                entry = self._reproven(rp, kind, now) or stand_in(
-                    cache.entry(rp.uuid, kind),
-                    rp.generation,
-                    now=now,
-                    max_age=self.max_staleness,
-                )
-            else:
+        if self.max_staleness is not None:
+            known = self._proven(spec, rp, now, self.max_staleness)
+        else:
+            for kind in FIELD_KINDS:
                 # Strict: young by the cache's ttl, or created by this call.
                 candidate = (
                     cache.entry(rp.uuid, kind)
@@ -83,11 +69,8 @@ class FieldSteps:
                     else cache.trusted_entry(rp.uuid, kind, rp.generation)
                 )
                 entry = stand_in(candidate, rp.generation)
-            if entry is not None:
-                known[kind.ROUTE] = entry
-        if self.max_staleness is not None:
-            unproven = [p.kind for p in field_plans(spec, self.merge) if p.kind.ROUTE not in known]
-            known.update(self._by_own_time(rp, unproven, now))
+                if entry is not None:
+                    known[kind.ROUTE] = entry
         generation = rp.generation
         for plan in field_plans(spec, self.merge):
             kind = plan.kind
@@ -112,72 +95,39 @@ class FieldSteps:
         # client may have written or doubted the field since (issue 49).
         self.generations[rp.uuid] = generation
 
-    def _reproven(
-        self, rp: ResourceProvider, kind: type[Snapshot], now: float
-    ) -> tuple[Snapshot, float] | None:
-        """A snapshot past the window that the tree's listing proves again, re-stamped; or None.
+    def _proven(
+        self, spec: ProviderSpec, rp: ResourceProvider, now: float, window: float
+    ) -> dict[str, Known]:
+        """The agent setting: what stands in for a read of each field past the tree's window.
 
-        The listing's ``Last-Modified`` predates the snapshot's proof: nothing
-        in the tree changed since (:func:`unchanged_since`), so its content is
-        proven as of the listing, for another window. The steady agent's
-        cost stays one listing per window (issue 35: re-reading every field
-        instead cost 1.16 requests per agent-period against 0.17).
+        What the tree's listing (and the provider's own ``Last-Modified``, and
+        the resource classes' listing, :class:`~.prover.FieldProver`) proves
+        unchanged is proven again as of now, young or not: a field left at
+        its old stamp would outlive the window the listing opens, and be
+        read inside it (issue 49). Else a snapshot young by its own window,
+        however the listing's generation vouches for it (a re-created
+        provider can be back at it holding another writer's content). The
+        steady agent's cost stays one listing per window, and a read of each
+        field no listing can see (aggregates, unless assumed; issue 53).
         """
         cache = self.client.cache
-        entry = cache.entry(rp.uuid, kind)
+        managed = [plan.kind for plan in field_plans(spec, self.merge)]
+        young: dict[type[Snapshot], Known] = {}
+        for kind in managed:
+            entry = stand_in(cache.entry(rp.uuid, kind), rp.generation, now=now, max_age=window)
+            if entry is not None:
+                young[kind] = entry
         listing = self.listed.get(rp.uuid)
-        if (
-            entry is None
-            or listing is None
-            or entry[0].generation != rp.generation
-            or not unchanged_since(cache.proven(rp.uuid, kind), listing.modified)
-        ):
-            return None
-        if not cache.reprove(entry[0], now, listing.answered):
-            return None  # stored or doubted since it was taken: no longer what was proven
-        return entry[0], now
-
-    def _by_own_time(
-        self, rp: ResourceProvider, kinds: Sequence[type[Snapshot]], now: float
-    ) -> dict[str, Known]:
-        """Fields the tree's listing could not prove, proven by the provider's own time.
-
-        When the tree changed well after their proof (an allocation on a
-        sibling, typically the compute node's root) while this provider
-        stayed at its generation, one ``GET /resource_providers/{uuid}``
-        (its own ``Last-Modified``) proves all of them at once: asked only
-        when that saves reads (:func:`~.view_plan.ask_provider`), and a
-        re-creation under the uuid still moves that time past the proof.
-        A provider whose generation moved has its fields read: nothing
-        Placement answers tells an allocation from a field write.
-        """
-        cache, listing = self.client.cache, self.listed.get(rp.uuid)
-        if listing is None:
-            return {}
-
-        def cached(kind: type[Snapshot]) -> tuple[int, float | None] | None:
-            entry = cache.entry(rp.uuid, kind)
-            return None if entry is None else (entry[0].generation, cache.proven(rp.uuid, kind))
-
-        proofs = {k: field_proof(cached(k), rp.generation, listing.modified) for k in kinds}
-        if not ask_provider(proofs.values()):
-            return {}
-        self.requests += 1
-        try:
-            own = self.client.read_provider(rp.uuid, self.request_id)
-        except ProviderNotFound:
-            return {}  # gone since the listing: the reads (or writes) will say so
-        one = own.providers[0]
-        out: dict[str, Known] = {}
-        for kind, proof in proofs.items():
-            entry = cache.entry(rp.uuid, kind)
-            if entry is None or proof is not Proof.CHECK:
-                continue
-            if field_proof(
-                cached(kind), one.generation, own.modified
-            ) is Proof.KEEP and cache.reprove(entry[0], now, own.answered):
-                out[kind.ROUTE] = (entry[0], now)
-        return out
+        kept: dict[type[Snapshot], Known] = {}
+        if listing is not None:
+            prover = FieldProver(self.client, now, window, self.request_id)
+            kept = dict(prover.kept(rp, listing, managed, settled=set(young)) or {})
+            self.requests += prover.requests
+        return {
+            kind.ROUTE: held
+            for kind in managed
+            if (held := kept.get(kind) or young.get(kind)) is not None
+        }
 
     def _now(self) -> float:
         return self.clock() if self.clock is not None else 0.0

@@ -72,16 +72,8 @@ __all__ = [
     "prune_verdict",
     "stand_in",
     "to_ensure",
-    "unchanged_since",
     "young",
 ]
-
-#: Seconds by which a field's proof must postdate its tree's last change, on
-#: the server's clocks, for a listing to re-prove it (see :func:`unchanged_since`):
-#: both times are whole seconds (HTTP dates), the database row may be read a
-#: moment before the answer is dated, and several Placement hosts' clocks
-#: differ by their NTP skew.
-PROOF_MARGIN = 5.0
 
 #: A field's snapshot and when the request that proved its content was
 #: cached (None: unknown, usable in this call but never cached on).
@@ -168,26 +160,6 @@ def needs_write(plan: FieldPlan, start: Snapshot) -> bool:
 def to_ensure(plan: FieldPlan, start: Snapshot, ensured: Iterable[str]) -> list[str]:
     """The custom classes or traits to create before writing: named, not held, not yet ensured."""
     return sorted(set(plan.custom) - set(start.value) - set(ensured))
-
-
-def unchanged_since(
-    proven: float | None, modified: float | None, margin: float = PROOF_MARGIN
-) -> bool:
-    """Whether a tree whose newest change is ``modified`` is unchanged since a proof at ``proven``.
-
-    Both are the server's times (POSIX seconds): ``proven`` the ``Date`` of the
-    answer that showed a field's content, ``modified`` the tree listing's
-    ``Last-Modified``, the newest ``updated_at`` or ``created_at`` of its
-    providers. Every change to a field and every allocation moves a
-    provider's generation and so its ``updated_at``, and a provider deleted
-    and re-created under its uuid has a new ``created_at``: a tree last
-    changed before the proof (by ``margin``) holds what the proof showed,
-    whatever its age. None for either (a server that did not say) proves
-    nothing. This is how the agent setting re-proves every field once per
-    window without reading it: a re-created provider moves ``modified``
-    past the proof, and its fields are read.
-    """
-    return proven is not None and modified is not None and modified + margin <= proven
 
 
 def young(taken_at: float, now: float, max_age: float) -> bool:

@@ -35,12 +35,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from reportclient._engine.prover import FieldProver
 from reportclient._engine.provider_ops import ProviderOps
 from reportclient._engine.view_plan import (
     FlushPlan,
-    Proof,
-    ask_provider,
-    field_proof,
     field_writes,
     flush_plan,
     stale,
@@ -308,7 +306,7 @@ class TreeViews:
                 return
         tree = listing.providers
         self._track(tree[0].root_provider_uuid or tree[0].uuid)
-        self._prove_listed(tree, listing, request_id)
+        earliest = [self._prove_listed(tree, listing, request_id)]
         aggregates: set[str] = set()
         for rp in tree:
             entry = self._gateway.fields.entry(rp.uuid, ProviderAggregates)
@@ -318,7 +316,7 @@ class TreeViews:
         shown = {rp.uuid for rp, _sharing in self.shown()}
         for sharing in self._sharing(sorted(aggregates), request_id):
             others = [rp for rp in sharing.providers if rp.uuid not in proven]
-            self._prove_listed(others, sharing, request_id)
+            earliest.append(self._prove_listed(others, sharing, request_id))
             for rp in others:
                 proven.append(rp.uuid)
                 if rp.uuid not in shown:
@@ -326,8 +324,9 @@ class TreeViews:
                     self._track(rp.uuid, sharing=True)
         # Stamped when the proof is done, as nova stamps its refresh: the
         # window counts from the answers that proved the tree, not from the
-        # call (a proof taking a moment would otherwise go stale a period early).
-        self._refresh(proven, self._clock())
+        # call (a proof taking a moment would otherwise go stale a period early);
+        # a field proven with an older class listing holds only as of that one.
+        self._refresh(proven, min([self._clock(), *(t for t in earliest if t is not None)]))
 
     def _sharing(self, aggregates: Sequence[str], request_id: str | None) -> list[TreeListing]:
         """The providers sharing through any of ``aggregates``, a query per 200 of them."""
@@ -340,47 +339,21 @@ class TreeViews:
 
     def _prove_listed(
         self, providers: Iterable[ResourceProvider], listing: TreeListing, request_id: str | None
-    ) -> None:
-        """Prove every field of ``providers`` from ``listing``, reading what it cannot prove."""
-        cache, now = self._gateway.fields, self._clock()
-        for rp in providers:
-            # Each proof is about the entry as taken here; the re-stamp below
-            # applies only if the cache still holds that very entry.
-            taken = {k: self._taken(rp.uuid, k) for k in FIELD_KINDS}
-            proofs = {
-                k: field_proof(taken[k][1], rp.generation, listing.modified) for k in FIELD_KINDS
-            }
-            answered = listing.answered
-            if ask_provider(proofs.values()):
-                try:
-                    own = self._gateway.read_provider(rp.uuid, request_id)
-                except ProviderNotFound:
-                    continue  # deleted since the listing: the view drops it when next shown
-                one = own.providers[0]
-                answered = own.answered
-                for kind, proof in proofs.items():
-                    if proof is Proof.CHECK:
-                        taken[kind] = self._taken(rp.uuid, kind)
-                        again = field_proof(taken[kind][1], one.generation, own.modified)
-                        proofs[kind] = Proof.KEEP if again is Proof.KEEP else Proof.READ
-            for kind, proof in proofs.items():
-                snapshot = taken[kind][0]
-                if not (
-                    proof is Proof.KEEP
-                    and snapshot is not None
-                    and cache.reprove(snapshot, now, answered)
-                ):
-                    self._read(kind, rp.uuid, request_id)
+    ) -> float | None:
+        """Prove every field of ``providers`` from ``listing``, reading what it cannot prove.
 
-    def _taken(
-        self, uuid: str, kind: type[Snapshot]
-    ) -> tuple[Snapshot | None, tuple[int, float | None] | None]:
-        """A field's cache entry, and what a proof compares of it (generation, server time)."""
-        cache = self._gateway.fields
-        entry = cache.entry(uuid, kind)
-        if entry is None:
-            return None, None
-        return entry[0], (entry[0].generation, cache.proven(uuid, kind))
+        :returns: the time the proof counts from when a field was proven
+            with an older class listing (:class:`~.prover.FieldProver`); None: now.
+        """
+        prover = FieldProver(self._ops, self._clock(), self._window(), request_id)
+        for rp in providers:
+            kept = prover.kept(rp, listing, FIELD_KINDS)
+            if kept is None:
+                continue  # deleted since the listing: the view drops it when next shown
+            for kind in FIELD_KINDS:
+                if kind not in kept:
+                    self._read(kind, rp.uuid, request_id)
+        return prover.earliest
 
     # -- flushing ---------------------------------------------------------------------------
     def plan(

@@ -1,4 +1,4 @@
-"""What a tree view decides, with no I/O: staleness, what proves a field, what a flush writes.
+"""What a tree view decides, with no I/O: staleness, and what a flush writes against which base.
 
 A tree view (:mod:`.tree_views`) keeps providers the way nova's report
 client keeps its ``ProviderTree``: handed out without a request while its
@@ -9,23 +9,9 @@ function here, tabled in ``tests/unit/engine/test_view_plan.py``:
   (``[compute] resource_provider_association_refresh``) the window follows:
   never proven is stale; a window of 0 never goes stale once proven; any
   other window goes stale that many seconds after the proof.
-* **What a listing proves** (:func:`field_proof`), past the window: a field
-  cached at the generation the listing shows, in a tree whose newest change
-  (the listing's ``Last-Modified``) predates the field's proof, holds what
-  was proven (:func:`~.reconcile_plan.unchanged_since`): *keep* it. Cached
-  at that generation in a tree that changed well after the proof (more
-  than the margin: an allocation on a sibling, or this provider deleted and
-  re-created under its uuid and back at the same generation): *check* it
-  against the provider's own ``Last-Modified`` (one ``GET
-  /resource_providers/{uuid}`` proves all its fields at once, so it is
-  asked only when it saves a read: :func:`ask_provider`). Cached at another
-  generation, in doubt, not at all, or in a tree whose last change is
-  within the margin of the proof (most often the change the proof itself
-  saw, this client's own write, which the provider's time cannot tell from
-  a re-creation either): *read* it. After that read, a quiet tree is kept
-  by its listing alone. The generation moves on every allocation too, and
-  nothing Placement answers tells an allocation from a field write without
-  reading the field: that is the read's price.
+* **What a listing proves**, past the window: :mod:`.proofs`, shared with
+  the agent setting (every write Placement accepts, and which of them no
+  listing sees).
 * **One generation per provider** (:class:`~reportclient.ProviderView`): the
   newest its fields were proven at, as nova's cache keeps one. Each field
   keeps its own underneath: a flush writes a field at the generation its
@@ -39,12 +25,10 @@ function here, tabled in ``tests/unit/engine/test_view_plan.py``:
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reportclient._engine.reconcile_plan import PROOF_MARGIN, unchanged_since
 from reportclient._gateway.gateway import Snapshot
 from reportclient._model.provider_tree import ProviderSpec
 from reportclient._model.providers import ProviderAggregates, ProviderInventories, ProviderTraits
@@ -53,9 +37,6 @@ from reportclient._model.tree_view import ProviderView, TreeView
 __all__ = [
     "FLUSH_ORDER",
     "FlushPlan",
-    "Proof",
-    "ask_provider",
-    "field_proof",
     "field_writes",
     "flush_plan",
     "stale",
@@ -64,18 +45,6 @@ __all__ = [
 
 #: The order nova's ``update_from_provider_tree`` writes a provider's fields in.
 FLUSH_ORDER: tuple[type[Snapshot], ...] = (ProviderInventories, ProviderAggregates, ProviderTraits)
-
-
-class Proof(enum.Enum):
-    """What a fresh listing makes of one cached field."""
-
-    #: Proven again by the listing: keep it, re-stamped as of the listing.
-    KEEP = "keep"
-    #: Same generation, but its tree changed since its proof: the provider's
-    #: own ``Last-Modified`` decides.
-    CHECK = "check"
-    #: Another generation, in doubt, or never cached: read it.
-    READ = "read"
 
 
 def stale(refreshed_at: float | None, now: float, window: float) -> bool:
@@ -89,36 +58,6 @@ def stale(refreshed_at: float | None, now: float, window: float) -> bool:
     if window == 0:
         return False
     return now - refreshed_at > window
-
-
-def field_proof(
-    cached: tuple[int, float | None] | None, listed: int, modified: float | None
-) -> Proof:
-    """What a listing showing the provider at ``listed`` in a tree last changed at ``modified``
-    proves of a field cached at ``cached`` = (generation, server time of its proof)."""
-    if cached is None or cached[0] != listed:
-        return Proof.READ
-    proven = cached[1]
-    if unchanged_since(proven, modified):
-        return Proof.KEEP
-    if proven is not None and modified is not None and modified > proven + PROOF_MARGIN:
-        # The tree changed well after the proof: a sibling's allocation, say. The
-        # provider's own Last-Modified may still predate the proof.
-        return Proof.CHECK
-    # The tree's last change is within the margin of the proof (or a time is
-    # unknown): most often the change that proof saw, this provider's own (a
-    # write answered with its content), which its own Last-Modified cannot
-    # tell from a re-creation either. Only a read settles it.
-    return Proof.READ
-
-
-def ask_provider(proofs: Iterable[Proof]) -> bool:
-    """Whether one read of the provider (its own ``Last-Modified``) saves field reads.
-
-    It settles every field to check at once; for one field it costs what
-    reading that field does, and the read proves more.
-    """
-    return sum(p is Proof.CHECK for p in proofs) >= 2
 
 
 @dataclass(frozen=True)

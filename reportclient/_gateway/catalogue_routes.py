@@ -1,8 +1,15 @@
-"""The gateway's routes that touch no cache: the catalogue, candidates and usages.
+"""The gateway's catalogue routes (traits, resource classes), candidates and usages.
 
 Traits and resource classes are names, not generation-guarded state; an
-allocation-candidates or usages answer is stale as soon as it is read. So
-nothing here is stored, and nothing here forgets.
+allocation-candidates or usages answer is stale as soon as it is read, and
+none of them is stored. Two things are, because they prove provider
+fields: the last dated listing of the resource classes
+(:class:`ClassListing`: a class renamed moves its ``updated_at``, which is
+how a cached inventory naming a custom class is proven to mean what it
+meant, :mod:`reportclient._engine.proofs`), and the forgetting a catalogue
+write owes the provider cache: a class deleted or a trait deleted by this
+client forgets every cached field naming it, as the raw rule does for a
+rename (:func:`.routes.concerns`).
 """
 
 from __future__ import annotations
@@ -10,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reportclient._gateway import routes
-from reportclient._gateway.sending import Sending
+from reportclient._gateway.class_record import ClassListing
+from reportclient._gateway.sending import Sending, server_time
 from reportclient._model.candidate_results import AllocationCandidates
 from reportclient._model.usages import ProjectUsages, ProviderUsages
 
-__all__ = ["CatalogueRoutes"]
+__all__ = ["CatalogueRoutes", "ClassListing"]
 
 
 class CatalogueRoutes(Sending):
@@ -32,7 +40,10 @@ class CatalogueRoutes(Sending):
         self._get(routes.trait(name), request_id)
 
     def delete_trait(self, name: str, request_id: str | None) -> None:
-        self._wire.request("DELETE", routes.trait(name), global_request_id=request_id)
+        try:
+            self._wire.request("DELETE", routes.trait(name), global_request_id=request_id)
+        finally:
+            self._forget_names(traits=[name])
 
     def list_resource_classes(self, request_id: str | None) -> list[str]:
         body = self._get(routes.resource_classes(), request_id)
@@ -42,7 +53,26 @@ class CatalogueRoutes(Sending):
         return str(self._get(routes.resource_class(name), request_id)["name"])
 
     def delete_resource_class(self, name: str, request_id: str | None) -> None:
-        self._wire.request("DELETE", routes.resource_class(name), global_request_id=request_id)
+        try:
+            self._wire.request("DELETE", routes.resource_class(name), global_request_id=request_id)
+        finally:
+            self._forget_names(classes=[name])
+
+    def list_classes_dated(self, request_id: str | None) -> ClassListing:
+        """``GET /resource_classes``, dated; kept as the client's last (:meth:`class_listing`)."""
+        reply = self._wire.request("GET", routes.resource_classes(), global_request_id=request_id)
+        listing = ClassListing(
+            frozenset(rc["name"] for rc in (reply.body or {})["resource_classes"]),
+            server_time(reply, "last-modified"),
+            server_time(reply, "date"),
+            self._classes.clock(),
+        )
+        self._classes.put(listing)
+        return listing
+
+    def class_listing(self) -> ClassListing | None:
+        """The last dated listing of the resource classes, however old; None if none."""
+        return self._classes.get()
 
     def candidates(self, query: str, request_id: str | None) -> AllocationCandidates:
         path = routes.with_query(routes.CANDIDATES, query)

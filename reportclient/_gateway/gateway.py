@@ -35,7 +35,11 @@ What each kind of answer does to the caches, written once:
   its tree whole, so a tree view knows its members without listing again;
 * **a raw write** (:meth:`Gateway.raw`): every consumer and provider its
   path and body concern (:func:`.routes.concerns`) is forgotten, sent or
-  lost; one the path does not tell forgets everything.
+  lost; one the path does not tell forgets everything;
+* **a catalogue write** (a resource class renamed through :meth:`Gateway.raw`,
+  a class or a trait deleted, raw or typed): every cached field naming it,
+  of any provider (no generation moved), and answers of that field in
+  flight arrive in doubt.
 
 A conflict's "expected N" is the engine's evidence for its next attempt,
 never a state here.
@@ -190,3 +194,4 @@ class Gateway(ConsumerRoutes, ProviderRoutes, CatalogueRoutes):
             for uuid in touched.providers:
                 self._providers.forget(uuid)
                 self._records.forget(uuid)
+            self._forget_names(touched.classes, touched.traits)

@@ -42,7 +42,7 @@ import dataclasses
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from reportclient._gateway.ordering import Order, Version, order
@@ -81,6 +81,14 @@ class ProviderCache:
         self._stored: dict[tuple[str, str], tuple[int, bool]] = {}
         # Every answer sent before this was sent before a clear().
         self._floor = 0
+        # Per field: every answer sent before this was sent before a catalogue
+        # write that may have renamed or removed a name it holds.
+        self._route_floor: dict[str, int] = {}
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock snapshots are stamped on."""
+        return self._clock
 
     def ticket(self) -> int:
         """A ticket to take just before sending a request whose answer will be :meth:`put`."""
@@ -120,6 +128,9 @@ class ProviderCache:
             old = self._entries.get(key)
             verdict = Order.REPLACE
             stored, mine = self._stored.get(key, (self._floor, False))
+            floor = self._route_floor.get(snapshot.ROUTE, 0)
+            if floor > stored:
+                stored, mine = floor, False
             if sent is not None and sent < stored:
                 before = None if old is None else old[0]
                 verdict = order(
@@ -223,6 +234,22 @@ class ProviderCache:
             for route in (kind.ROUTE,) if kind else FIELDS:
                 self._entries.pop((uuid, route), None)
                 self._stored[(uuid, route)] = (next(self._tickets), False)
+
+    def forget_naming(self, kind: type[Snapshot], names: Iterable[str]) -> None:
+        """Forget every provider's ``kind`` that names one of ``names`` (a catalogue write).
+
+        A resource class renamed or deleted, or a trait deleted, changes
+        what any provider's inventories or traits may name, and no
+        generation moves. Every such field cached is forgotten, and every
+        answer of that field in flight across this (for any provider: it
+        may have been read before the rename) arrives in doubt.
+        """
+        wanted = set(names)
+        with self._lock:
+            for key, found in list(self._entries.items()):
+                if key[1] == kind.ROUTE and wanted & set(found[0].value):
+                    del self._entries[key]
+            self._route_floor[kind.ROUTE] = next(self._tickets)
 
     def clear(self) -> None:
         """Forget every provider; answers in flight now arrive in doubt."""

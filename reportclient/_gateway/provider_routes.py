@@ -14,30 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reportclient._gateway import routes
 from reportclient._gateway.provider_cache import FIELD_KINDS, Field, ProviderCache, Snapshot
-from reportclient._gateway.sending import Sending
+from reportclient._gateway.sending import Sending, server_time
 from reportclient._model.providers import ProviderAllocations, ProviderWrite, ResourceProvider
 from reportclient.errors import PlacementUnavailable, ProviderNotFound
 
-if TYPE_CHECKING:  # an annotation only: the gateway never imports the wire (setup.cfg)
-    from reportclient._wire.transport import Reply
-
 __all__ = ["FieldView", "ProviderRoutes", "TreeListing", "server_time"]
-
-
-def server_time(answer: Reply, header: str) -> float | None:
-    """An HTTP-date header of ``answer`` as POSIX seconds; None when absent or unreadable."""
-    value = answer.headers.get(header) if answer.headers else None
-    if not value:
-        return None
-    try:
-        return parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,10 @@ class Concerns:
     consumers: frozenset[str] = frozenset()
     providers: frozenset[str] = frozenset()
     everything: bool = False
+    #: Resource classes renamed or deleted: every inventory naming one is forgotten.
+    classes: frozenset[str] = frozenset()
+    #: Traits deleted: every provider's traits naming one are forgotten.
+    traits: frozenset[str] = frozenset()
 
 
 _NOTHING = Concerns()
@@ -126,10 +130,12 @@ def concerns(method: str, path: str, body: Any = None) -> Concerns:
 
     A read changes nothing. A write to a route the library knows names its
     subjects (a consumer's allocations, a provider and all its fields, the
-    consumers of a POST and the providers and consumers of a reshape); the
-    catalogue (traits, resource classes) is not cached. Anything else, or a
-    path with escapes or segments this reading does not expect, forgets
-    everything.
+    consumers of a POST and the providers and consumers of a reshape). A
+    catalogue write that can change what a provider's field names (a
+    resource class renamed, 1.2-1.6, or deleted; a trait deleted) names the
+    class or trait, whose every cached mention is forgotten; creating one
+    changes no provider. Anything else, or a path with escapes or segments
+    this reading does not expect, forgets everything.
     """
     if method in ("GET", "HEAD"):
         return _NOTHING
@@ -141,7 +147,7 @@ def concerns(method: str, path: str, body: Any = None) -> Concerns:
         return _EVERYTHING
     head, rest = parts[0], parts[1:]
     if head in ("traits", "resource_classes"):
-        return _NOTHING
+        return _catalogue(method, head, rest, body)
     if head == "allocations":
         if not rest:
             keys = _keys(body)
@@ -165,3 +171,25 @@ def concerns(method: str, path: str, body: Any = None) -> Concerns:
             return _EVERYTHING
         return Concerns(consumers=cons, providers=rps)
     return _EVERYTHING
+
+
+def _catalogue(method: str, head: str, rest: list[str], body: Any) -> Concerns:
+    """What a write to ``/traits`` or ``/resource_classes`` may change of any provider's field.
+
+    A class renamed (``PUT`` with a body, 1.2-1.6: every inventory naming
+    it now names the new one) or deleted, and a trait deleted: Placement
+    refuses to delete one still in use, but a cache may still hold it. A
+    ``PUT`` with no body (1.7+) or a ``POST`` creates one, which no cached
+    field names yet.
+    """
+    if len(rest) != 1:
+        return _NOTHING  # POST /resource_classes, or a path Placement answers with 404
+    name = rest[0]
+    if method == "DELETE":
+        if head == "traits":
+            return Concerns(traits=frozenset({name}))
+        return Concerns(classes=frozenset({name}))
+    if head == "resource_classes" and method == "PUT" and body is not None:
+        new = body.get("name") if isinstance(body, Mapping) else None
+        return Concerns(classes=frozenset({name, new} if isinstance(new, str) else {name}))
+    return _NOTHING

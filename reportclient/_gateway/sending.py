@@ -11,17 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
+from reportclient._gateway.class_record import ClassRecord
 from reportclient._gateway.consumer_cache import ConsumerCache
 from reportclient._gateway.provider_cache import ProviderCache, Snapshot
 from reportclient._gateway.provider_records import ProviderRecords
+from reportclient._model.providers import ProviderInventories, ProviderTraits
 from reportclient.errors import GenerationConflict, PlacementUnavailable
 
 if TYPE_CHECKING:  # an annotation only: the gateway never imports the wire (setup.cfg)
-    from reportclient._wire.transport import Transport
+    from reportclient._wire.transport import Reply, Transport
 
-__all__ = ["Sending"]
+__all__ = ["Sending", "server_time"]
+
+
+def server_time(answer: Reply, header: str) -> float | None:
+    """An HTTP-date header of ``answer`` as POSIX seconds; None when absent or unreadable."""
+    value = answer.headers.get(header) if answer.headers else None
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
 
 
 def _may_have_landed(exc: BaseException) -> bool:
@@ -56,6 +70,7 @@ class Sending:
         self._consumers = consumers
         self._providers = providers
         self._records = ProviderRecords() if records is None else records
+        self._classes = ClassRecord(providers.clock)
 
     def _get(self, path: str, request_id: str | None) -> Any:
         return self._wire.request("GET", path, global_request_id=request_id).body
@@ -76,3 +91,17 @@ class Sending:
                 for uuid, kind in fields:
                     self._providers.forget(uuid, kind)
             raise
+
+    def _forget_names(self, classes: Iterable[str] = (), traits: Iterable[str] = ()) -> None:
+        """A catalogue write renamed or deleted ``classes`` or deleted ``traits``.
+
+        Every cached field naming one is forgotten, and the class listing
+        that proved inventories' names is dropped with a class: the next
+        proof lists the classes again.
+        """
+        classes, traits = list(classes), list(traits)
+        if classes:
+            self._providers.forget_naming(ProviderInventories, classes)
+            self._classes.drop()
+        if traits:
+            self._providers.forget_naming(ProviderTraits, traits)

@@ -120,6 +120,20 @@ def backdate(placement: EmbeddedPlacement, uuids: Iterable[str]) -> None:
         conn.execute(rows, {"t": LONG_AGO.replace(tzinfo=None), "u": list(uuids)})
 
 
+def backdate_classes(placement: EmbeddedPlacement) -> None:
+    """Make every resource class look created in 2001 and never renamed since.
+
+    What a catalogue quiet since long before a proof looks like: the
+    resource classes' listing then proves the class names of every cached
+    inventory (a class created or renamed later moves it again).
+    """
+    import sqlalchemy as sa
+
+    rows = sa.text("UPDATE resource_classes SET created_at = :t, updated_at = NULL")
+    with placement._engine.begin() as conn:  # the harness's own database: a test seam
+        conn.execute(rows, {"t": LONG_AGO.replace(tzinfo=None)})
+
+
 def stamp_later(placement: EmbeddedPlacement, uuids: Iterable[str], seconds: float = 60) -> None:
     """Make the providers look last changed ``seconds`` from now on the server's clock.
 

@@ -24,6 +24,7 @@ from reportclient.testing import EmbeddedPlacement
 from tests.functional._helpers import (
     LONG_AGO,
     backdate,
+    backdate_classes,
     claim,
     make_client,
     new_id,
@@ -73,21 +74,28 @@ def _tree(root: str, child: str) -> list[ProviderSpec]:
     ]
 
 
-def test_a_steady_agent_past_its_window_pays_one_listing_when_nothing_changed_since_its_proofs(
+def test_a_steady_agent_past_its_window_pays_its_tree_listing_and_the_class_listing(
     real_placement: EmbeddedPlacement,
 ) -> None:
+    """Nothing changed since its proofs: one listing of the tree proves the generations, and
+    one of the resource classes proves that the child's custom class was not renamed (issue
+    53: a rename moves no provider). The description manages no aggregates: none is read."""
     clock = FakeClock()
     agent = make_client(real_placement, clock=clock).providers
     root, child = new_id(), new_id()
     agent.reconcile(_tree(root, child), max_staleness=WINDOW)
     backdate(real_placement, [root, child])  # the tree's last change predates every proof
+    backdate_classes(real_placement)  # and so does every class's
 
     for _period in range(3):  # each window, then every period inside the next one
         clock.advance(WINDOW + 1)
         real_placement.clear_requests_seen()
         report = agent.reconcile(_tree(root, child), max_staleness=WINDOW)
-        assert [p.split("?")[0] for _m, p, _s in wire(real_placement)] == ["/resource_providers"]
-        assert report.requests == 1
+        assert [p.split("?")[0] for _m, p, _s in wire(real_placement)] == [
+            "/resource_providers",
+            "/resource_classes",
+        ]
+        assert report.requests == 2
         clock.advance(60)
         assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 0
 
@@ -139,6 +147,7 @@ def test_past_its_window_a_child_the_roots_allocations_did_not_move_costs_one_re
     specs = [_tree(root, child)[0], child_spec]
     agent.reconcile(specs, max_staleness=WINDOW)
     backdate(real_placement, [root, child])
+    backdate_classes(real_placement)
     clock.advance(WINDOW + 1)
     agent.reconcile(specs, max_staleness=WINDOW)  # proven again as of now
     claim(make_client(real_placement), new_id(), {root: {"VCPU": 1}})
@@ -158,9 +167,10 @@ def test_past_its_window_a_child_the_roots_allocations_did_not_move_costs_one_re
             "/resource_providers/{root}/inventories",
             "/resource_providers/{root}/traits",
             "/resource_providers/{child}",
+            "/resource_classes",  # the child's custom class not renamed since its proof
         ]
     )
-    assert report.requests == 4
+    assert report.requests == 5
 
 
 class _SlowAdapter(ks_adapter.Adapter):  # type: ignore[misc]
@@ -203,10 +213,11 @@ def test_a_field_read_after_the_listing_is_proven_again_by_the_next_listing_howe
     # a second apart, after the listing.
     assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 1 + 3
     backdate(real_placement, [root, child])  # from now on, the listing proves them
+    backdate_classes(real_placement)  # and the class listing their class names
     tree_proven = clock.now - 4  # when that call began (each request took a second)
 
     clock.now = tree_proven + WINDOW + 0.5  # the tree's window ended, its fields' not yet
-    assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 1
+    assert agent.reconcile(_tree(root, child), max_staleness=WINDOW).requests == 2
     clock.advance(60)  # inside the window that listing opened
 
     real_placement.clear_requests_seen()

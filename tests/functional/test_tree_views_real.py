@@ -14,7 +14,15 @@ import reportclient
 from reportclient import PlacementClient, ProviderSpec, TreeViews
 from reportclient.fixture import FakeClock
 from reportclient.testing import EmbeddedPlacement
-from tests.functional._helpers import backdate, claim, make_client, new_id, stamp_later, wire
+from tests.functional._helpers import (
+    backdate,
+    backdate_classes,
+    claim,
+    make_client,
+    new_id,
+    stamp_later,
+    wire,
+)
 
 WINDOW = 300.0
 
@@ -65,15 +73,22 @@ def test_inside_the_window_a_steady_period_sends_nothing(
     assert sent(real_placement) == []
 
 
-def test_past_the_window_a_quiet_tree_costs_its_listing_and_the_sharing_query(
+def test_past_the_window_a_quiet_tree_costs_its_listings_and_each_providers_aggregates(
     real_placement: EmbeddedPlacement, agent: Agent
 ) -> None:
+    """Issue 53: aggregates set below 1.19 move nothing a listing shows, so each provider's
+    are read once per window; a rename of the child's custom class moves no provider, so
+    the resource classes are listed once per window. Everything else the listing proves."""
     backdate(real_placement, [agent.root, agent.child])  # quiet since before every proof
+    backdate_classes(real_placement)
     for _window in range(3):
         agent.clock.advance(WINDOW + 1)
         agent.views.ensure(agent.root)
         assert sent(real_placement) == [
             ("GET", "/resource_providers", 200),  # ?in_tree=
+            ("GET", "/resource_providers/{rp}/aggregates", 200),  # the root's
+            ("GET", "/resource_classes", 200),  # the child's CUSTOM_FUNCTIONAL_DEV
+            ("GET", "/resource_providers/{rp}/aggregates", 200),  # the child's
             ("GET", "/resource_providers", 200),  # ?member_of=in:...&required=MISC_SHARES...
         ]
 
@@ -82,6 +97,7 @@ def test_past_the_window_an_allocation_costs_the_moved_providers_fields_only(
     real_placement: EmbeddedPlacement, agent: Agent
 ) -> None:
     backdate(real_placement, [agent.child])  # untouched since long before the proofs
+    backdate_classes(real_placement)
     claim(agent.client, new_id(), {agent.root: {"VCPU": 1}})
     stamp_later(real_placement, [agent.root])  # a claim well after them
     real_placement.clear_requests_seen()
@@ -96,7 +112,9 @@ def test_past_the_window_an_allocation_costs_the_moved_providers_fields_only(
             ("GET", "/resource_providers/{rp}/inventories", 200),  # the root moved:
             ("GET", "/resource_providers/{rp}/traits", 200),  # nothing Placement says tells
             ("GET", "/resource_providers/{rp}/aggregates", 200),  # an allocation from a write
-            ("GET", "/resource_providers/{rp}", 200),  # the child: its own Last-Modified
+            ("GET", "/resource_providers/{rp}", 200),  # the child: its own Last-Modified,
+            ("GET", "/resource_classes", 200),  # its class names,
+            ("GET", "/resource_providers/{rp}/aggregates", 200),  # and its aggregates read
             ("GET", "/resource_providers", 200),  # sharing providers
         ]
     )

@@ -7,11 +7,8 @@ import uuid
 import pytest
 
 from reportclient import ProviderSpec
-from reportclient._engine.reconcile_plan import PROOF_MARGIN
+from reportclient._engine.proofs import PROOF_MARGIN, Proof, ask_provider, field_proof
 from reportclient._engine.view_plan import (
-    Proof,
-    ask_provider,
-    field_proof,
     field_writes,
     flush_plan,
     stale,

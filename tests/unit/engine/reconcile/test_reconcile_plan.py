@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from reportclient._engine.proofs import unchanged_since
 from reportclient._engine.reconcile_plan import (
     Known,
     PruneVerdict,
@@ -24,7 +25,6 @@ from reportclient._engine.reconcile_plan import (
     prune_verdict,
     stand_in,
     to_ensure,
-    unchanged_since,
 )
 from reportclient._gateway.gateway import Snapshot
 from reportclient._model.provider_tree import ProviderSpec, describe
