@@ -13,6 +13,7 @@ from reportclient._clients.placement import PlacementClient
 from reportclient._clients.providers import ProviderClient
 from reportclient._engine.tree_views import TreeViews
 from reportclient._gateway.gateway import DEFAULT_CACHE_SIZE, DEFAULT_CACHE_TTL, CacheStats
+from reportclient._model.assumptions import ProofAssumption
 from reportclient._model.candidate_results import (
     AllocationCandidates,
     AllocationRequest,
@@ -132,6 +133,7 @@ __all__ = [
     "PlacementOverloaded",
     "PlacementUnavailable",
     "ProjectUsages",
+    "ProofAssumption",
     "ProviderAggregates",
     "ProviderAllocations",
     "ProviderChanged",

@@ -25,7 +25,7 @@ function here, tabled in ``tests/unit/engine/test_view_plan.py``:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,9 @@ from reportclient._model.tree_view import ProviderView, TreeView
 
 __all__ = [
     "FLUSH_ORDER",
+    "Bases",
     "FlushPlan",
+    "base_of",
     "field_writes",
     "flush_plan",
     "stale",
@@ -61,15 +63,63 @@ def stale(refreshed_at: float | None, now: float, window: float) -> bool:
 
 
 @dataclass(frozen=True)
+class Bases:
+    """What each provider of a caller's tree was computed from, as the view knows it.
+
+    :param bound: the providers as handed out in the very object being
+        flushed (:meth:`~.handouts.Handouts.bound`); None: a copy, or a
+        tree the view never handed out.
+    :param carried: the generation the caller's tree carries for each
+        provider (None: it says none, as a tree built by hand or a provider
+        it added).
+    :param handed: for each provider with a carried generation, what the
+        view showed at that generation, and whether two showings there differed.
+    :param last: each provider as this view last handed it out or flushed it.
+    """
+
+    bound: Mapping[str, ProviderView] | None = None
+    carried: Mapping[str, int | None] = field(default_factory=dict)
+    handed: Mapping[str, tuple[ProviderView | None, bool]] = field(default_factory=dict)
+    last: Mapping[str, ProviderView] = field(default_factory=dict)
+
+
+def base_of(uuid: str, bases: Bases, current: ProviderView | None) -> ProviderView | None:
+    """The provider ``uuid`` as the caller's tree saw it; None when that cannot be known.
+
+    The object handed out knows its own base. A tree that carries no
+    generation (built by hand, flushed before) starts from what this view
+    last handed out or flushed, as nova's cache would, else from the view.
+    One that carries a generation starts from what the view showed at it,
+    or from the view when it is at that generation now; at any other
+    generation it is a stale view (older than Placement's provider, or from
+    elsewhere), never a licence to overwrite.
+    """
+    if bases.bound is not None and uuid in bases.bound:
+        return bases.bound[uuid]
+    carried = bases.carried.get(uuid)
+    if carried is None:
+        return bases.last.get(uuid) or current
+    handed, ambiguous = bases.handed.get(uuid, (None, False))
+    if handed is not None and not ambiguous:
+        return handed
+    if current is not None and current.generation == carried:
+        return current
+    return None
+
+
+@dataclass(frozen=True)
 class FlushPlan:
     """What a flush does to the providers themselves, and what it compares with.
 
     :param described: the caller's description, normalized, parents first.
-    :param old: the view as the flush found it: what the caller's tree was
-        computed from, each field's base for the three-way write.
+    :param old: what the caller's tree was computed from (:func:`base_of`),
+        each field's base for the three-way write: what differs from it is
+        the caller's change.
     :param add: described providers the view does not hold, parents first.
-    :param remove: providers the view holds in the flush's scope that the
-        description does not, leaves first.
+    :param remove: providers the caller's tree saw in the flush's scope that
+        the description no longer holds, leaves first.
+    :param stale: providers whose base cannot be known (a stale view) and
+        that the flush would write or remove: nothing may be written.
     :param ensured: (route, name) of the custom classes and traits this
         flush made sure exist (filled as it goes, so each is ensured once; a
         trait and a class may share a name).
@@ -79,21 +129,55 @@ class FlushPlan:
     old: TreeView
     add: tuple[ProviderSpec, ...]
     remove: tuple[str, ...]
+    stale: tuple[str, ...] = ()
     ensured: set[tuple[str, str]] = field(default_factory=set, compare=False)
 
 
-def flush_plan(old: TreeView, new: Sequence[ProviderSpec], scope: str | None) -> FlushPlan:
-    """The providers a flush of ``new`` creates and deletes, given the view ``old``.
+def flush_plan(
+    current: TreeView, new: Sequence[ProviderSpec], scope: str | None, bases: Bases | None = None
+) -> FlushPlan:
+    """What a flush of ``new`` creates, deletes and compares with, given the view ``current``.
+
+    A provider the view holds that the description lacks is removed only
+    if the caller's tree saw it: handed out in that very object (one another
+    writer added since is not the caller's to remove, and is kept), or, for
+    a tree judged by its generations, shown by this view before (otherwise
+    nobody can say, and the plan is :attr:`~FlushPlan.stale`). So is one
+    whose base is unknown and that the flush would write.
 
     :param scope: a root: the flush describes that subtree only, and
         removes nothing outside it (nova's ``ProviderSubTree``); None: it
         describes every provider the view holds.
+    :param bases: what the caller's tree was computed from (None: the view as it is).
     """
-    held = old.subtree(scope).uuids if scope is not None else old.uuids
+    bases = Bases() if bases is None else bases
+    held = current.subtree(scope).uuids if scope is not None else current.uuids
     wanted = {spec.uuid for spec in new}
-    add = tuple(spec for spec in new if spec.uuid not in old)
-    remove = tuple(uuid for uuid in reversed(held) if uuid not in wanted)
-    return FlushPlan(tuple(new), old, add, remove)
+    add = tuple(spec for spec in new if spec.uuid not in current)
+    old: list[ProviderView] = []
+    stale: list[str] = []
+    for spec in new:
+        now = current.get(spec.uuid)
+        if now is None:
+            continue
+        base = base_of(spec.uuid, bases, now)
+        if base is None:
+            if field_writes(now, spec):
+                stale.append(spec.uuid)
+        else:
+            old.append(base)
+    remove = []
+    for uuid in reversed(held):
+        if uuid in wanted:
+            continue
+        seen = bases.bound.get(uuid) if bases.bound is not None else bases.last.get(uuid)
+        if seen is not None:
+            remove.append(uuid)
+            old.append(seen)
+        elif bases.bound is None:
+            stale.append(uuid)  # never shown to the caller: did its tree ever see it?
+        # else another writer added it after the handout: not the caller's to remove
+    return FlushPlan(tuple(new), TreeView(tuple(old)), add, tuple(remove), tuple(stale))
 
 
 def view_value(provider: ProviderView, kind: type[Snapshot]) -> Any:

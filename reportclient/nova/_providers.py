@@ -261,7 +261,9 @@ class ProviderCalls(Base):
         :raises ResourceProviderRetrievalFailed: its tree could not be read.
         """
         view = self._ensured(context, rp_uuid, name, parent_provider_uuid)
-        return provider_tree_of(view)
+        tree = provider_tree_of(view)
+        self._views.bind(tree, view)
+        return tree
 
     def get_provider_subtree_and_ensure_root(
         self,
@@ -276,7 +278,9 @@ class ProviderCalls(Base):
         :raises ValueError: ``rp_uuid`` is not a root (as nova's ``subtree``).
         """
         view = self._ensured(context, rp_uuid, name, parent_provider_uuid)
-        return provider_tree_of(view).subtree(rp_uuid)
+        tree = provider_tree_of(view).subtree(rp_uuid)
+        self._views.bind(tree, view)
+        return tree
 
     def update_from_provider_tree(
         self, context: Any, new_tree: Any, allocations: Mapping[str, Any] | None = None
@@ -306,27 +310,32 @@ class ProviderCalls(Base):
         views = self._views
         specs = specs_of(new_tree)
         scope = getattr(new_tree, "scope_rp_uuid", None)
-        with self._syncing(scope or (specs[0].uuid if specs else "")):
-            plan = views.plan(specs, scope=scope, request_id=rid)
-        with self._syncing(scope or (specs[0].uuid if specs else ""), "create"):
+        anchor = scope or (specs[0].uuid if specs else "")
+        # What the tree carries: its handout's generations, None for what it added.
+        carried = {uuid: new_tree.data(uuid).generation for uuid in new_tree.get_provider_uuids()}
+        with self._syncing(anchor):
+            plan = views.plan(
+                specs, scope=scope, request_id=rid, holder=new_tree, generations=carried
+            )
+        with self._syncing(anchor, "create"):
             views.create(plan, request_id=rid)
         if allocations is not None:
             # A provider the tree added carries no generation (nova stuffs the
             # created one in); the view's is used for those.
-            generations = {
-                uuid: gen
-                for uuid in new_tree.get_provider_uuids()
-                if (gen := new_tree.data(uuid).generation) is not None
-            }
+            generations = {uuid: gen for uuid, gen in carried.items() if gen is not None}
             self._flush_reshape(plan, generations, allocations, rid)
-        with self._syncing(scope or (specs[0].uuid if specs else "")):
+        with self._syncing(anchor):
             views.delete(plan, request_id=rid)
         for spec in reversed(plan.described):
-            with self._syncing(spec.uuid):
+            with self._syncing(spec.uuid, settle=(plan, new_tree)):
                 views.write(plan, spec.uuid, request_id=rid)
+        with self._syncing(anchor):
+            views.settle(plan, holder=new_tree, request_id=rid)
 
     @contextlib.contextmanager
-    def _syncing(self, rp_uuid: str, step: str = "write") -> Iterator[None]:
+    def _syncing(
+        self, rp_uuid: str, step: str = "write", settle: tuple[Any, Any] | None = None
+    ) -> Iterator[None]:
         """nova's ``catch_all``: its errors for a flush step, the tree around ``rp_uuid`` dropped.
 
         A conflict is nova's ``ResourceProviderUpdateConflict`` (its tracker
@@ -344,6 +353,11 @@ class ProviderCalls(Base):
         except PlacementError as exc:
             if situation(exc) not in (Situation.CONFLICT, Situation.CONSUMER_CONFLICT):
                 self._drop_tree(rp_uuid)
+            elif settle is not None:
+                # The conflict read the field: the tree's next flush (nova's
+                # callers flush it again) starts from what Placement holds now.
+                plan, holder = settle
+                self._views.settle(plan, holder=holder, uuids=[rp_uuid], request_id=None)
             answer(
                 f"update_from_provider_tree {step}",
                 exc,

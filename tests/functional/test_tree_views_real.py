@@ -187,3 +187,82 @@ def test_a_provider_re_created_at_the_views_generation_is_noticed_past_the_windo
     held = agent.views.ensure(agent.root).get(agent.child)
 
     assert held is not None and held.inventories["CUSTOM_FUNCTIONAL_DEV"].total == 7
+
+
+def test_a_trait_and_an_aggregate_added_after_the_handout_survive_a_flush_after_reading_them(
+    real_placement: EmbeddedPlacement, agent: Agent
+) -> None:
+    """Issue 53: the flush's base is the tree handed out. Another call of the same client
+    reading the field (nova's compute manager calls get_provider_traits on every service
+    enable) refreshes the view; the tracker's unchanged tree must not remove what that
+    read brought in."""
+    agent.views.ensure(agent.root)  # the tracker's tree, as handed out
+    other = make_client(real_placement).providers
+    other.add_traits(agent.root, ["HW_CPU_X86_SSE"])  # an operator
+    theirs = new_id()
+    other.add_aggregates(agent.root, [theirs])  # nova-api
+    agent.client.providers.get_traits(agent.root)  # another call, same client
+    agent.client.providers.get_aggregates(agent.root)
+    real_placement.clear_requests_seen()
+
+    agent.views.flush(tree(agent.root, agent.child, agent.agg))  # the tracker changed nothing
+
+    assert sent(real_placement) == []  # nothing it changed, nothing written
+    assert other.get_traits(agent.root).traits == {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"}
+    assert other.get_aggregates(agent.root).aggregates == {agent.agg, theirs}
+
+
+class Handed:
+    """What a caller was handed (nova's ProviderTree, say): any object, held weakly."""
+
+
+def test_a_flush_of_the_object_handed_out_writes_only_what_it_changed(
+    real_placement: EmbeddedPlacement, agent: Agent
+) -> None:
+    handed = Handed()
+    agent.views.bind(handed, agent.views.ensure(agent.root))
+    make_client(real_placement).providers.add_traits(agent.root, ["HW_CPU_X86_SSE"])
+    agent.client.providers.get_traits(agent.root)
+    agent.views.ensure(agent.root)  # handed out again, to another caller: not this object's base
+    real_placement.clear_requests_seen()
+
+    agent.views.flush(tree(agent.root, agent.child, agent.agg, vcpu=16), holder=handed)
+
+    assert sent(real_placement) == [
+        ("PUT", "/resource_providers/{rp}/inventories", 409),  # what it changed, at the
+        ("GET", "/resource_providers/{rp}/inventories", 200),  # view's generation, which
+        ("PUT", "/resource_providers/{rp}/inventories", 200),  # the trait moved; no traits PUT
+    ]
+    other = make_client(real_placement).providers
+    assert other.get_traits(agent.root).traits == {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"}
+
+
+def test_a_stale_tree_from_a_new_client_is_a_conflict_and_writes_nothing(
+    real_placement: EmbeddedPlacement, agent: Agent
+) -> None:
+    """A tree this view did not hand out is judged by the generations it carries: older than
+    Placement's provider, it cannot tell its own changes from another writer's."""
+    handed = agent.views.ensure(agent.root)
+    generations = {p.uuid: p.generation for p in handed}
+    other = make_client(real_placement).providers
+    other.set_traits(agent.root, ["HW_CPU_X86_SSE"])  # after the handout
+    fresh = make_client(real_placement).providers.views(window=WINDOW)  # a new client
+
+    with pytest.raises(reportclient.ProviderChanged):
+        fresh.flush(tree(agent.root, agent.child, agent.agg, vcpu=16), generations=generations)
+
+    assert other.get_traits(agent.root).traits == {"HW_CPU_X86_SSE"}
+    assert other.get_inventories(agent.root).inventories["VCPU"].total == 8
+
+
+def test_a_tree_a_new_client_carries_at_placements_generation_is_flushed(
+    real_placement: EmbeddedPlacement, agent: Agent
+) -> None:
+    handed = agent.views.ensure(agent.root)
+    generations = {p.uuid: p.generation for p in handed}
+    fresh = make_client(real_placement).providers.views(window=WINDOW)
+
+    fresh.flush(tree(agent.root, agent.child, agent.agg, vcpu=16), generations=generations)
+
+    other = make_client(real_placement).providers
+    assert other.get_inventories(agent.root).inventories["VCPU"].total == 16

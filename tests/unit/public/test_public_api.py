@@ -41,6 +41,7 @@ EXPECTED = {
     "Move",
     "NothingToMove",
     "ProjectUsages",
+    "ProofAssumption",
     "ProviderSummary",
     "ProviderUsages",
     "RequestGroup",
