@@ -19,7 +19,15 @@ from reportclient import PlacementClient
 from reportclient.fixture import FakeClock
 from reportclient.nova import SchedulerReportClient
 from reportclient.testing import EmbeddedPlacement
-from tests.functional._helpers import backdate, claim, make_client, new_id, stamp_later, wire
+from tests.functional._helpers import (
+    backdate,
+    backdate_classes,
+    claim,
+    make_client,
+    new_id,
+    stamp_later,
+    wire,
+)
 
 WINDOW = 300
 
@@ -170,10 +178,11 @@ def test_a_provider_re_created_under_its_uuid_is_noticed_past_the_window_not_bef
     assert past.data(tracker.child).inventory["CUSTOM_NOVA_DEV"]["total"] == 5
 
 
-def test_past_the_window_a_tree_only_allocations_moved_is_proven_without_nova_s_full_read(
+def test_past_the_window_a_tree_only_allocations_moved_costs_no_more_than_nova_s_full_read(
     real_placement: EmbeddedPlacement, tracker: Tracker
 ) -> None:
     backdate(real_placement, [tracker.child])  # untouched since long before the proofs
+    backdate_classes(real_placement)  # and so are the classes its inventory names
     claim(make_client(real_placement), new_id(), {tracker.root: {"VCPU": 1}})
     stamp_later(real_placement, [tracker.root])  # a claim well after them
     real_placement.clear_requests_seen()
@@ -185,14 +194,18 @@ def test_past_the_window_a_tree_only_allocations_moved_is_proven_without_nova_s_
         path.split("?")[0].replace(tracker.root, "{root}").replace(tracker.child, "{child}")
         for _method, path, _status in wire(real_placement)
     ]
-    # nova's client reads all three fields of both providers here (8 requests).
+    # nova's client reads all three fields of both providers here (8 requests); the
+    # adapter 8 too, of which 3 prove what nova's never proves (a re-created child, a
+    # renamed class, an aggregate set below 1.19).
     assert sorted(paths) == sorted(
         [
             "/resource_providers",  # the tree
             "/resource_providers/{root}/inventories",  # the root moved (an allocation)
             "/resource_providers/{root}/traits",
             "/resource_providers/{root}/aggregates",
-            "/resource_providers/{child}",  # its own Last-Modified: untouched since
+            "/resource_providers/{child}",  # its own Last-Modified: untouched since,
+            "/resource_classes",  # its custom class not renamed since (issue 53),
+            "/resource_providers/{child}/aggregates",  # its aggregates read (1.1 moves none)
             "/resource_providers",  # the sharing providers of the root's aggregate
         ]
     )
@@ -204,3 +217,43 @@ def test_the_adapter_has_every_public_method_of_novas_client_with_its_parameters
     methods, differences = interface_differences()
     assert methods == 33
     assert differences == []
+
+
+def test_a_trait_set_after_the_handout_survives_a_flush_after_nova_reads_the_traits(
+    real_placement: EmbeddedPlacement, tracker: Tracker
+) -> None:
+    """Issue 53: nova's compute manager calls get_provider_traits on every service
+    enable/disable. That read, by the same report client, must not become the base the
+    tracker's tree is flushed against: the tracker did not touch the traits, so the
+    operator's trait stays."""
+    tree = tracker.nova.get_provider_tree_and_ensure_root(CTX, tracker.root, name=tracker.name)
+    operator_sets_gold(real_placement, tracker.root)
+    theirs = new_id()
+    SchedulerReportClient(client=make_client(real_placement)).aggregate_add_host(
+        CTX, theirs, rp_uuid=tracker.root
+    )
+    assert "CUSTOM_OPERATOR_GOLD" in tracker.nova.get_provider_traits(CTX, tracker.root).traits
+    tracker.nova._placement.providers.get_aggregates(tracker.root)  # a shared client's read
+    tracker.drive(tree)  # the driver's tree: what it was, nothing changed
+
+    tracker.nova.update_from_provider_tree(CTX, tree)
+
+    held = placement_of(real_placement)
+    assert "CUSTOM_OPERATOR_GOLD" in held.get_traits(tracker.root).traits
+    assert held.get_aggregates(tracker.root).aggregates == {tracker.agg, theirs}
+
+
+def test_a_stale_tree_flushed_by_a_new_client_is_nova_s_conflict_and_writes_nothing(
+    real_placement: EmbeddedPlacement, tracker: Tracker
+) -> None:
+    tree = tracker.nova.get_provider_tree_and_ensure_root(CTX, tracker.root, name=tracker.name)
+    operator_sets_gold(real_placement, tracker.root)  # Placement's provider moves on
+    tracker.drive(tree, vcpu=16, traits={"HW_CPU_X86_AVX2"})
+    restarted = SchedulerReportClient(client=make_client(real_placement))  # a new client
+
+    with pytest.raises(exception.ResourceProviderUpdateConflict):
+        restarted.update_from_provider_tree(CTX, tree)
+
+    held = placement_of(real_placement)
+    assert "CUSTOM_OPERATOR_GOLD" in held.get_traits(tracker.root).traits
+    assert held.get_inventories(tracker.root).inventories["VCPU"].total == 8
