@@ -1,4 +1,4 @@
-"""The tree view's decisions, tabled: staleness, what a listing proves, what a flush does."""
+"""The tree view's decisions, tabled: staleness, and what a flush writes against which base."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import uuid
 import pytest
 
 from reportclient import ProviderSpec
-from reportclient._engine.proofs import PROOF_MARGIN, Proof, ask_provider, field_proof
 from reportclient._engine.view_plan import (
     Bases,
     base_of,
@@ -44,49 +43,6 @@ def test_stale_follows_novas_association_refresh(
     refreshed_at: float | None, now: float, window: float, expected: bool
 ) -> None:
     assert stale(refreshed_at, now, window) is expected
-
-
-PROVEN = 10_000.0
-
-
-@pytest.mark.parametrize(
-    ("cached", "listed", "modified", "expected"),
-    [
-        (None, 3, PROVEN - 60, Proof.READ),  # never cached (or forgotten, in doubt)
-        ((2, PROVEN), 3, PROVEN - 60, Proof.READ),  # another generation: an allocation or a write
-        ((4, PROVEN), 3, PROVEN - 60, Proof.READ),  # a lower one: re-created, or older answer
-        ((3, PROVEN), 3, PROVEN - 60, Proof.KEEP),  # same, and the tree quiet since the proof
-        ((3, PROVEN), 3, PROVEN - PROOF_MARGIN, Proof.KEEP),  # exactly the margin
-        ((3, PROVEN), 3, PROVEN - 1, Proof.READ),  # changed within the margin: most often
-        ((3, PROVEN), 3, PROVEN + PROOF_MARGIN, Proof.READ),  # the proof's own change
-        ((3, PROVEN), 3, PROVEN + 60, Proof.CHECK),  # well after: maybe a sibling's
-        ((3, None), 3, PROVEN - 60, Proof.READ),  # the proof's time unknown
-        ((3, PROVEN), 3, None, Proof.READ),  # the server said no Last-Modified
-    ],
-)
-def test_what_a_listing_proves_of_a_cached_field(
-    cached: tuple[int, float | None] | None,
-    listed: int,
-    modified: float | None,
-    expected: Proof,
-) -> None:
-    assert field_proof(cached, listed, modified) is expected
-
-
-@pytest.mark.parametrize(
-    ("proofs", "expected"),
-    [
-        ([Proof.KEEP, Proof.KEEP, Proof.KEEP], False),
-        ([Proof.CHECK, Proof.KEEP, Proof.READ], False),  # one check costs what one read does
-        ([Proof.CHECK, Proof.CHECK, Proof.READ], True),
-        ([Proof.CHECK, Proof.CHECK, Proof.CHECK], True),
-        ([Proof.READ, Proof.READ, Proof.READ], False),
-    ],
-)
-def test_the_provider_is_read_only_when_it_saves_field_reads(
-    proofs: list[Proof], expected: bool
-) -> None:
-    assert ask_provider(proofs) is expected
 
 
 def provider(

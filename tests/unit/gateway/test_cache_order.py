@@ -6,7 +6,7 @@ from reportclient._gateway import consumer_cache
 from reportclient._gateway.consumer_cache import ConsumerCache
 from reportclient._gateway.provider_cache import ProviderCache
 from reportclient._model.consumers import ConsumerAllocations
-from reportclient._model.providers import ProviderTraits
+from reportclient._model.providers import Inventory, ProviderInventories, ProviderTraits
 
 C = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 RP = "3f1b8a52-5c3e-4f3a-9d1c-1a2b3c4d5e6f"
@@ -168,3 +168,36 @@ def test_a_reproof_never_trusts_an_entry_that_went_into_doubt():
 
     assert not cache.reprove(read, 400.0, 1400.0)
     assert cache.entry(RP, ProviderTraits) is None
+
+
+OTHER_RP = "5d2c9e61-7a4b-4c3d-8e2f-3b4c5d6e7f80"
+
+
+def _inventories(uuid, generation, *classes):
+    return ProviderInventories(uuid, generation, {rc: Inventory(1) for rc in classes})
+
+
+def test_a_catalogue_write_forgets_every_providers_field_that_names_it():
+    cache = ProviderCache()
+    cache.put(_inventories(RP, 1, "CUSTOM_GPU", "VCPU"))
+    cache.put(_inventories(OTHER_RP, 4, "VCPU"))
+    cache.put(ProviderTraits(RP, 1, frozenset({"CUSTOM_GPU"})))  # a trait of the same name
+
+    cache.forget_naming(ProviderInventories, ["CUSTOM_GPU"])
+
+    assert cache.entry(RP, ProviderInventories) is None
+    assert cache.entry(OTHER_RP, ProviderInventories) is not None  # names none of them
+    assert cache.entry(RP, ProviderTraits) is not None  # a class is not a trait
+
+
+def test_an_answer_of_that_field_in_flight_across_a_catalogue_write_arrives_in_doubt():
+    """Read before the rename, it may show the old name, for any provider."""
+    cache = ProviderCache()
+    sent = cache.ticket()  # a read of OTHER_RP's inventories leaves
+    cache.forget_naming(ProviderInventories, ["CUSTOM_GPU"])  # this client renames the class
+
+    cache.put(_inventories(OTHER_RP, 2, "CUSTOM_GPU"), sent=sent)
+
+    assert cache.entry(OTHER_RP, ProviderInventories) is None  # in doubt
+    cache.put(_inventories(OTHER_RP, 2, "CUSTOM_NEW"), sent=cache.ticket())  # read after it
+    assert cache.entry(OTHER_RP, ProviderInventories) is not None
