@@ -35,7 +35,7 @@ from collections.abc import Iterable
 
 from reportclient._model.providers import ResourceProvider
 
-__all__ = ["ProviderRecords"]
+__all__ = ["ProviderRecords", "parents_first"]
 
 
 def _root(rp: ResourceProvider) -> str:
@@ -139,10 +139,10 @@ class ProviderRecords:
             if root not in self._whole:
                 return None
             members = [rp for rp in self._records.values() if _root(rp) == root]
-        return _parents_first(members)
+        return parents_first(members)
 
 
-def _parents_first(members: list[ResourceProvider]) -> list[ResourceProvider]:
+def parents_first(members: list[ResourceProvider]) -> list[ResourceProvider]:
     """``members`` ordered so every parent comes before its children."""
     by_parent: dict[str | None, list[ResourceProvider]] = {}
     uuids = {rp.uuid for rp in members}
