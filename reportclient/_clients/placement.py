@@ -17,6 +17,7 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
 from reportclient._clients.allocations import AllocationsClient
+from reportclient._clients.batches import BatchesClient
 from reportclient._clients.core import (
     SETTINGS,
     ClientSettings,
@@ -40,7 +41,7 @@ from reportclient._wire.transport import (
 __all__ = ["PlacementClient", "Timeout"]
 
 
-class PlacementClient(AllocationsClient, SchedulingClient, RawClient):
+class PlacementClient(AllocationsClient, BatchesClient, SchedulingClient, RawClient):
     """Conflict-safe access to consumers' allocations in Placement.
 
     Thread-safe: one client may serve many scheduler threads.
