@@ -25,13 +25,12 @@ from typing import Any, Generic
 
 from reportclient._engine.contention import ContentionMemory
 from reportclient._engine.fate import Evidence
-from reportclient._engine.guarded_write import Done, GuardedWrite
+from reportclient._engine.guarded_write import Done, GuardedWrite, request_fields
 from reportclient._gateway.gateway import Field, Gateway
 from reportclient._model.providers import ProviderTraits, ProviderWrite
 from reportclient.errors import (
     GenerationConflict,
     OutcomeUnknown,
-    PlacementError,
     PlacementUnavailable,
     ProviderChanged,
 )
@@ -57,16 +56,7 @@ def traits_race(exc: PlacementUnavailable) -> GenerationConflict | None:
     """
     if exc.status != 500 or exc.detail != TRAITS_RACE_500:
         return None
-    return GenerationConflict(
-        exc.message,
-        status=exc.status,
-        code=exc.code,
-        title=exc.title,
-        detail=exc.detail,
-        request_id=exc.request_id,
-        method=exc.method,
-        url=exc.url,
-    )
+    return GenerationConflict(exc.message, **request_fields(exc))
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +191,7 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
         if self._base is None or current.holds(self._base) or current.holds(desired):
             return
         conflict = self._conflict
-        where = {} if conflict is None else _request_fields(conflict)
+        where = {} if conflict is None else request_fields(conflict)
         raise ProviderChanged(
             f"provider {self.uuid}'s {self._kind.ROUTE} changed since they were read "
             f"({_show(self._base)}); Placement now holds {_show(current.value)} at generation "
@@ -261,14 +251,6 @@ class FieldWrite(GuardedWrite[Field, FieldSent[Field], Field]):
             method="PUT",
             url=lost.url if lost is not None else None,
         )
-
-
-#: What a :class:`PlacementError` says of its request (the keywords of the same names).
-_REQUEST_FIELDS = ("status", "code", "title", "detail", "request_id", "method", "url")
-
-
-def _request_fields(exc: PlacementError) -> dict[str, Any]:
-    return {name: getattr(exc, name) for name in _REQUEST_FIELDS}
 
 
 def _show(value: Any) -> str:

@@ -32,7 +32,7 @@ import abc
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from reportclient._engine.attempt_step import Conflict, Next, after_conflict, look
 from reportclient._engine.contention import ContentionMemory
@@ -47,7 +47,23 @@ from reportclient.errors import (
     ProviderChanged,
 )
 
-__all__ = ["RETRIABLE", "Done", "GuardedWrite", "UnexplainedConflict", "retriable"]
+__all__ = [
+    "RETRIABLE",
+    "Done",
+    "GuardedWrite",
+    "UnexplainedConflict",
+    "request_fields",
+    "retriable",
+]
+
+#: What a :class:`PlacementError` says of its request (the keywords of the same names).
+_REQUEST_FIELDS = ("status", "code", "title", "detail", "request_id", "method", "url")
+
+
+def request_fields(exc: PlacementError) -> dict[str, Any]:
+    """The request an error answered, as keywords for an error that stands for it."""
+    return {name: getattr(exc, name) for name in _REQUEST_FIELDS}
+
 
 #: Decisions about an operation's fate (a lost answer settled by a read).
 LOG = logging.getLogger("reportclient.engine")
@@ -72,14 +88,8 @@ class UnexplainedConflict(GenerationConflict):
         return cls(
             exc.message,
             attempts=exc.attempts,
-            status=exc.status,
-            code=exc.code,
-            title=exc.title,
-            detail=exc.detail,
-            request_id=exc.request_id,
-            method=exc.method,
-            url=exc.url,
             consumer_uuid=exc.consumer_uuid,
+            **request_fields(exc),
         )
 
 

@@ -16,8 +16,9 @@ made of it since; a provider the caller's tree never saw is never removed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
+from reportclient._compat import Unpack
 from reportclient._engine.view_plan import (
     Bases,
     FlushPlan,
@@ -41,22 +42,35 @@ from reportclient.errors import (
     ProviderNotFound,
 )
 
-__all__ = ["ViewFlush"]
+__all__ = ["FlushOf", "ViewFlush"]
+
+
+class FlushOf(TypedDict, total=False):
+    """What a caller's tree is and where it came from, for :meth:`ViewFlush.plan` and ``flush``.
+
+    :param scope: a root whose subtree is all the tree describes (nova's
+        ``ProviderSubTree``); None (the default): it describes the whole view.
+    :param request_id: the global request id sent with every request.
+    :param holder: the object the caller was handed and changed
+        (:meth:`~.tree_views.TreeViews.bind`): its changes are what differs
+        from what it was handed.
+    :param generations: the generation the caller's tree carries for each
+        provider (nova's ``ProviderTree`` carries one), which judges a tree
+        this view did not hand out in ``holder``: a provider carried at a
+        generation this view neither showed nor holds now is a stale view.
+    """
+
+    scope: str | None
+    request_id: str | None
+    holder: object | None
+    generations: Mapping[str, int | None] | None
 
 
 class ViewFlush(ViewState):
     """The flush steps of a view, in nova's order: :meth:`create`, :meth:`reshape`,
     :meth:`delete`, :meth:`write` per provider; :meth:`flush` runs them all."""
 
-    def plan(
-        self,
-        specs: Iterable[ProviderSpec],
-        *,
-        scope: str | None = None,
-        request_id: str | None = None,
-        holder: object | None = None,
-        generations: Mapping[str, int | None] | None = None,
-    ) -> FlushPlan:
+    def plan(self, specs: Iterable[ProviderSpec], **of: Unpack[FlushOf]) -> FlushPlan:
         """What flushing ``specs`` does to the providers, against the tree the caller saw.
 
         The steps that carry it out, in nova's order, are :meth:`create`,
@@ -66,22 +80,15 @@ class ViewFlush(ViewState):
         the steps' failures apart (nova's adapter raises a different
         exception for each) calls them one by one.
 
-        :param scope: a root whose subtree is all ``specs`` describe (nova's
-            ``ProviderSubTree``); None: ``specs`` describe the whole view.
-        :param holder: the object the caller was handed and changed
-            (:meth:`~.tree_views.TreeViews.bind`): its changes are what
-            differs from what it was handed.
-        :param generations: the generation the caller's tree carries for
-            each provider (nova's ``ProviderTree`` carries one), which judges
-            a tree this view did not hand out in ``holder``. A provider it
-            carries at a generation this view neither showed nor holds now
-            is a stale view.
+        :param of: what the tree is and where it came from (:class:`FlushOf`).
         :raises InvalidInput: a malformed description (before any request).
         :raises ProviderChanged: the caller's tree is a stale view that would
             write a field or remove a provider; nothing was written.
         """
         described = describe(specs)
-        carried = dict(generations or {})
+        scope, request_id = of.get("scope"), of.get("request_id")
+        holder = of.get("holder")
+        carried = dict(of.get("generations") or {})
         for spec in described:
             # A tree from elsewhere naming a provider this view does not show
             # (a new client, say): prove it first, to judge the tree by it.
@@ -117,15 +124,7 @@ class ViewFlush(ViewState):
     def _in_view(self, uuid: str) -> bool:
         return any(rp.uuid == uuid for rp, _sharing in self.shown())
 
-    def flush(
-        self,
-        specs: Iterable[ProviderSpec],
-        *,
-        scope: str | None = None,
-        request_id: str | None = None,
-        holder: object | None = None,
-        generations: Mapping[str, int | None] | None = None,
-    ) -> TreeView:
+    def flush(self, specs: Iterable[ProviderSpec], **of: Unpack[FlushOf]) -> TreeView:
         """Make Placement hold ``specs``, writing only what the caller changed (see :meth:`plan`).
 
         :returns: the view afterwards.
@@ -136,9 +135,8 @@ class ViewFlush(ViewState):
         :raises ProviderInUse: a provider to delete has allocations.
         :raises InventoryInUse: an inventory to remove or shrink is allocated.
         """
-        plan = self.plan(
-            specs, scope=scope, request_id=request_id, holder=holder, generations=generations
-        )
+        plan = self.plan(specs, **of)
+        request_id, holder = of.get("request_id"), of.get("holder")
         self.create(plan, request_id=request_id)
         self.delete(plan, request_id=request_id)
         for spec in reversed(plan.described):

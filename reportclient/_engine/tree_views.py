@@ -38,15 +38,10 @@ __all__ = ["SHARES_VIA_AGGREGATE", "TreeViews"]
 
 
 class TreeViews(ViewProof, ViewFlush):
-    """The trees one caller (one nova report client) keeps in view, and their refresh times.
+    """One caller's view of provider trees (nova's ``ProviderTree`` cache): hand out, flush.
 
-    Thread-safe: its own state is small maps under one lock, released
-    around every request; everything else is the gateway's.
-
-    :param ops: the client's provider operations (its gateway, policy and contention memory).
-    :param clock: the client's clock (seconds), for the refresh window.
-    :param window: the refresh window in seconds, asked on every call (nova's
-        option is mutable); 0: a proven provider is never refreshed.
+    Made by :meth:`ProviderClient.views <reportclient.ProviderClient.views>`;
+    its parameters and state are :class:`~.view_state.ViewState`'s.
     """
 
     # -- handing the view out -------------------------------------------------------------

@@ -58,13 +58,7 @@ class FieldCalls(TreeCalls):
         except InventoryInUse as exc:
             fail("InventoryInUse", exc, str(exc.detail or exc))
         except PlacementError as exc:
-            answer(
-                "set_inventory_for_provider",
-                exc,
-                rp_uuid=rp_uuid,
-                url=routes.provider_field(rp_uuid, "inventories"),
-                generation=self._field_generation(rp_uuid),
-            )
+            self._refused("set_inventory_for_provider", exc, rp_uuid, "inventories", None)
 
     def set_traits_for_provider(
         self,
@@ -100,15 +94,7 @@ class FieldCalls(TreeCalls):
                     providers.ensure_trait(trait, global_request_id=rid)
             providers.set_traits(rp_uuid, names, generation=generation, global_request_id=rid)
         except PlacementError as exc:
-            answer(
-                "set_traits_for_provider",
-                exc,
-                rp_uuid=rp_uuid,
-                url=routes.provider_field(rp_uuid, "traits"),
-                generation=generation
-                if generation is not None
-                else self._field_generation(rp_uuid),
-            )
+            self._refused("set_traits_for_provider", exc, rp_uuid, "traits", generation)
 
     def _shown_view(self, rp_uuid: str) -> Any:
         """The view's provider (its fields as proven), or None when the view lacks it."""
@@ -152,15 +138,19 @@ class FieldCalls(TreeCalls):
         except PlacementError as exc:
             if isinstance(exc, GenerationConflict):
                 self._views.invalidate(rp_uuid)
-            answer(
-                "set_aggregates_for_provider",
-                exc,
-                rp_uuid=rp_uuid,
-                url=routes.provider_field(rp_uuid, "aggregates"),
-                generation=generation
-                if generation is not None
-                else self._field_generation(rp_uuid),
-            )
+            self._refused("set_aggregates_for_provider", exc, rp_uuid, "aggregates", generation)
+
+    def _refused(
+        self, method: str, exc: PlacementError, rp_uuid: str, route: str, generation: int | None
+    ) -> None:
+        """nova's error for a refused field write (its generation, else the view's)."""
+        answer(
+            method,
+            exc,
+            rp_uuid=rp_uuid,
+            url=routes.provider_field(rp_uuid, route),
+            generation=generation if generation is not None else self._field_generation(rp_uuid),
+        )
 
     def get_provider_by_name(self, context: Any, name: str) -> dict[str, Any]:
         raise NotImplementedError  # provided by ProviderCalls
@@ -184,19 +174,7 @@ class FieldCalls(TreeCalls):
         :raises ResourceProviderNotFound: no provider is named ``host_name``.
         :raises ResourceProviderUpdateConflict: conflicts outlasted the policy.
         """
-        rp = self._host_provider(context, host_name, rp_uuid)
-        try:
-            self._placement.providers.add_aggregates(
-                rp, [agg_uuid], global_request_id=request_id(context)
-            )
-        except PlacementError as exc:
-            answer(
-                "aggregate_add_host",
-                exc,
-                rp_uuid=rp,
-                name_or_uuid=host_name or rp,
-                url=routes.provider_field(rp, "aggregates"),
-            )
+        self._membership("aggregate_add_host", context, agg_uuid, host_name, rp_uuid)
 
     def aggregate_remove_host(self, context: Any, agg_uuid: str, host_name: str) -> None:
         """Remove the host's provider from an aggregate, keeping its other memberships.
@@ -204,16 +182,31 @@ class FieldCalls(TreeCalls):
         :raises ResourceProviderNotFound: no provider is named ``host_name``.
         :raises ResourceProviderUpdateConflict: conflicts outlasted the policy.
         """
-        rp = self._host_provider(context, host_name, None)
+        self._membership("aggregate_remove_host", context, agg_uuid, host_name, None)
+
+    def _membership(
+        self,
+        method: str,
+        context: Any,
+        agg_uuid: str,
+        host_name: str | None,
+        rp_uuid: str | None,
+    ) -> None:
+        """One aggregate added to (or removed from) the host's provider, as nova's ``method``."""
+        rp = self._host_provider(context, host_name, rp_uuid)
+        providers = self._placement.providers
+        change = (
+            providers.add_aggregates
+            if method.endswith("add_host")
+            else (providers.remove_aggregates)
+        )
         try:
-            self._placement.providers.remove_aggregates(
-                rp, [agg_uuid], global_request_id=request_id(context)
-            )
+            change(rp, [agg_uuid], global_request_id=request_id(context))
         except PlacementError as exc:
             answer(
-                "aggregate_remove_host",
+                method,
                 exc,
                 rp_uuid=rp,
-                name_or_uuid=host_name,
+                name_or_uuid=host_name or rp,
                 url=routes.provider_field(rp, "aggregates"),
             )

@@ -128,10 +128,7 @@ class TreeCalls(Base):
         :raises ResourceProviderCreationFailed: ``rp_uuid`` could not be created.
         :raises ResourceProviderRetrievalFailed: its tree could not be read.
         """
-        view = self._ensured(context, rp_uuid, name, parent_provider_uuid)
-        tree = provider_tree_of(view)
-        self._views.bind(tree, view)
-        return tree
+        return self._hand_out(context, rp_uuid, name, parent_provider_uuid, subtree=False)
 
     def get_provider_subtree_and_ensure_root(
         self,
@@ -145,8 +142,16 @@ class TreeCalls(Base):
 
         :raises ValueError: ``rp_uuid`` is not a root (as nova's ``subtree``).
         """
-        view = self._ensured(context, rp_uuid, name, parent_provider_uuid)
-        tree = provider_tree_of(view).subtree(rp_uuid)
+        return self._hand_out(context, rp_uuid, name, parent_provider_uuid, subtree=True)
+
+    def _hand_out(
+        self, context: Any, rp_uuid: str, name: str | None, parent: str | None, *, subtree: bool
+    ) -> Any:
+        """nova's tree (or ``rp_uuid``'s subtree) of the view, remembered as handed out."""
+        view = self._ensured(context, rp_uuid, name, parent)
+        tree = provider_tree_of(view)
+        if subtree:
+            tree = tree.subtree(rp_uuid)
         self._views.bind(tree, view)
         return tree
 
