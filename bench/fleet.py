@@ -84,7 +84,7 @@ from bench.support.common import (
     percentile,
     quiet_logging,
 )
-from reportclient import PlacementClient, ProviderSpec
+from reportclient import PlacementClient, ProofAssumption, ProviderSpec
 from reportclient.nova import SchedulerReportClient as RcSchedulerReportClient
 from reportclient.testing import PlacementCluster
 
@@ -93,8 +93,12 @@ WINDOW = 300.0
 DEV = "CUSTOM_FLEET_DEV"
 RC_STRICT, RC_AGENT, NOVA = "rc strict", "rc agent", "nova"
 NOVA_RC = "nova on reportclient"
+#: The same two on a client that names every ProofAssumption: what the opt-in saves.
+RC_AGENT_ASSUMED, NOVA_RC_ASSUMED = "rc agent assumed", "nova on reportclient assumed"
 #: The variants that run nova's resource tracker flow (on nova's client, or the library's).
-NOVA_FLOWS = (NOVA, NOVA_RC)
+NOVA_FLOWS = (NOVA, NOVA_RC, NOVA_RC_ASSUMED)
+#: The variants whose clients assume every other writer keeps to ProofAssumption's promises.
+ASSUMED = (RC_AGENT_ASSUMED, NOVA_RC_ASSUMED)
 PHASES = ("create", "settle", "steady", "churn", "churn+claims", "claims")
 #: Periods of ``settle``: one window and one period, so every field the create wrote is
 #: proven again once before ``steady`` is measured.
@@ -289,7 +293,7 @@ def agent_period(variant: str, agent: Agent, nova: Any, timing: Timing) -> None:
     if variant in NOVA_FLOWS:
         nova_period(agent, nova)
     else:
-        rc_period(agent, timing.window if variant == RC_AGENT else None)
+        rc_period(agent, timing.window if variant in (RC_AGENT, RC_AGENT_ASSUMED) else None)
 
 
 # -- read back -----------------------------------------------------------------------------
@@ -409,8 +413,10 @@ def make_agents(
         settings: dict[str, Any] = (
             {} if timing.real else {"clock": lambda a=agent: clock() + a.offset}
         )
+        if variant in ASSUMED:
+            settings["proof_assumptions"] = list(ProofAssumption)
         placement = PlacementClient(agent.wire, microversion=MICROVERSION, **settings)
-        if variant == NOVA_RC:
+        if variant in (NOVA_RC, NOVA_RC_ASSUMED):
             agent.client = RcSchedulerReportClient(client=placement)
         else:
             agent.client = placement
@@ -623,15 +629,17 @@ def render_fleet(cells: dict[tuple[str, str], Cell], real: bool = False) -> list
     return lines
 
 
-def render_ratios(cells: dict[tuple[str, str], Cell]) -> list[str]:
-    """Per phase, ``nova on reportclient`` over ``nova``: requests and Placement CPU."""
+def render_ratios(
+    cells: dict[tuple[str, str], Cell], variant: str = NOVA_RC, base: str = NOVA
+) -> list[str]:
+    """Per phase, ``variant`` over ``base`` (nova's flow): requests and Placement CPU."""
     lines = [
-        f"| phase | req/agent-period {NOVA_RC} / {NOVA} "
-        f"| Placement CPU ms/agent-period {NOVA_RC} / {NOVA} |",
+        f"| phase | req/agent-period {variant} / {base} "
+        f"| Placement CPU ms/agent-period {variant} / {base} |",
         "| --- | --- | --- |",
     ]
     for phase in PHASES:
-        ours, theirs = cells.get((phase, NOVA_RC)), cells.get((phase, NOVA))
+        ours, theirs = cells.get((phase, variant)), cells.get((phase, base))
         if ours is None or theirs is None:
             continue
         req = [sum(c.status.values()) / c.agent_periods for c in (ours, theirs)]
@@ -780,9 +788,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--without-nova", action="store_true")
     parser.add_argument(
         "--variants",
-        help=f"comma-separated, of: {RC_STRICT}, {RC_AGENT}, {NOVA}, {NOVA_RC} (default: all; "
-        f"{RC_STRICT} costs a listing and a read per field per agent-period, more than two "
-        "cores serve at 200 agents in real time)",
+        help=f"comma-separated, of: {RC_STRICT}, {RC_AGENT}, {RC_AGENT_ASSUMED}, {NOVA}, "
+        f"{NOVA_RC}, {NOVA_RC_ASSUMED} (default: all; {RC_STRICT} costs a listing and a "
+        "read per field per agent-period, more than two cores serve at 200 agents in real "
+        "time; the assumed ones name every ProofAssumption)",
     )
     parser.add_argument(
         "--real-time",
@@ -802,7 +811,9 @@ def main(argv: list[str] | None = None) -> int:
     random.seed(1)
     quiet_logging()
     nova = optional_nova(not args.without_nova)
-    variants = [RC_STRICT, RC_AGENT] + ([NOVA, NOVA_RC] if nova is not None else [])
+    variants = [RC_STRICT, RC_AGENT, RC_AGENT_ASSUMED] + (
+        [NOVA, NOVA_RC, NOVA_RC_ASSUMED] if nova is not None else []
+    )
     if args.variants:
         chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
         unknown = [v for v in chosen if v not in variants]
@@ -824,9 +835,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             bad += fleet_bad
             print("\n".join(["", "Fleet", "", *render_fleet(cells, timing.real)]), flush=True)
-            ratios = render_ratios(cells)
-            if len(ratios) > 2:
-                print("\n".join(["", f"{NOVA_RC} / {NOVA}", "", *ratios]), flush=True)
+            for variant in (NOVA_RC, RC_AGENT, NOVA_RC_ASSUMED, RC_AGENT_ASSUMED):
+                ratios = render_ratios(cells, variant)
+                if len(ratios) > 2:
+                    print("\n".join(["", f"{variant} / {NOVA}", "", *ratios]), flush=True)
         if not args.skip_starvation:
             rates = [int(r) for r in args.starve_rates.split(",")]
             lines, starve_bad = starvation(cluster, rates, args.starve_seconds, nova)

@@ -92,9 +92,9 @@ def _move_adds_to_a_missing_target() -> None:
         return dataclasses.replace(made, plan=plan)
 
     moves.plan_move = plan_move
-    from reportclient._clients import allocations
+    from reportclient._clients import batches
 
-    allocations.plan_move = plan_move  # type: ignore[attr-defined]
+    batches.plan_move = plan_move  # type: ignore[attr-defined]
 
 
 def _callback_errors_pass_through() -> None:
