@@ -21,7 +21,7 @@ import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bench.figures.spec import Figure, Panel, gid
 
@@ -80,7 +80,8 @@ def require() -> None:
 def _style() -> Iterator[None]:
     import matplotlib
 
-    with matplotlib.rc_context(_STYLE):
+    # rc_context's stubs want every key as a literal; the style's keys are all valid.
+    with matplotlib.rc_context(cast(Any, _STYLE)):
         yield
 
 
@@ -93,6 +94,7 @@ def draw(figure: Figure, path: Path) -> Path:
     """
     require()
     from matplotlib.figure import Figure as Canvas
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
 
     rows = math.ceil(len(figure.panels) / figure.columns)
     title = textwrap.wrap(figure.title, TITLE_WIDTH)
@@ -103,8 +105,8 @@ def draw(figure: Figure, path: Path) -> Path:
     foot = 0.15 + 0.15 * caption_lines
     height = ROW * rows + head + foot
     with _style():
-        canvas = Canvas(figsize=(WIDTH, height), layout="constrained")
-        canvas.get_layout_engine().set(rect=(0, foot / height, 1, (height - head - foot) / height))
+        band = (0, foot / height, 1, (height - head - foot) / height)  # left, bottom, w, h
+        canvas = Canvas(figsize=(WIDTH, height), layout=ConstrainedLayoutEngine(rect=band))
         widths = [p.width for p in figure.panels[: figure.columns]]
         grid = canvas.add_gridspec(rows, len(widths), width_ratios=widths)
         colours = {name: i for i, name in enumerate(names)}

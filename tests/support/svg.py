@@ -23,7 +23,7 @@ class Svg:
 
     def __init__(self, path: Path) -> None:
         self.root = ET.parse(path).getroot()
-        self.by_id = {el.get("id"): el for el in self.root.iter() if el.get("id")}
+        self.by_id = {el.get("id", ""): el for el in self.root.iter() if el.get("id")}
 
     def ids(self, prefix: str) -> list[str]:
         """Every id that starts with ``prefix``, in document order."""
