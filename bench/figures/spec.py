@@ -94,8 +94,8 @@ def caption(meta: Mapping[str, Any], width: int = 110) -> str:
     command = meta.get("command") or "python -m bench " + " ".join(meta.get("argv", []))
     date = meta.get("date") or meta.get("started") or "date not recorded"
     machine = meta.get("machine") or _machine(meta)
-    text = f"{command}  ·  {date}  ·  {machine}"
-    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False))
+    lines = textwrap.wrap(command, width, break_on_hyphens=False, subsequent_indent="    ")
+    return "\n".join([*lines, f"{date}  ·  {machine}"])
 
 
 def _machine(meta: Mapping[str, Any]) -> str:
