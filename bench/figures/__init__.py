@@ -1,6 +1,7 @@
 """The benchmarks' figures: drawn from the results a bench prints and saves, never from its text.
 
-Each comparing bench (``run``, ``claims``, ``fleet``, ``saturation``, ``overlap``) writes its
+Each comparing bench (``run``, ``claims``, ``fleet``, ``saturation``, ``overlap``,
+``surface``) writes its
 results as JSON (``{"meta": ..., "results": ...}``; ``overlap``: ``{"meta", "overlap",
 "requests"}``) and prints its tables from the same values. ``--plot DIR`` draws the figures
 from those values as the run ends; ``python -m bench plot RESULTS.json --plot DIR`` draws
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.figures import claims, fleet, overlap, run, saturation
+from bench.figures import claims, fleet, overlap, run, saturation, surface
 from bench.figures.spec import Figure
 
 __all__ = ["BENCHES", "bench_of", "figures_for", "load", "save"]
@@ -33,6 +34,7 @@ BENCHES: dict[str, Callable[[Results, Any], list[Figure]]] = {
     "fleet": fleet.figures,
     "saturation": saturation.figures,
     "overlap": overlap.figures,
+    "surface": surface.figures,
 }
 
 

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CLAIMS", "FLEET", "META", "OVERLAP", "PRODUCTION", "SATURATION", "SQLITE"]
+__all__ = [
+    "CLAIMS",
+    "FLEET",
+    "META",
+    "OVERLAP",
+    "PRODUCTION",
+    "SATURATION",
+    "SQLITE",
+    "SURFACE",
+]
 
 META: dict[str, Any] = {
     "command": "python -m bench test --agents 3",
@@ -189,3 +198,26 @@ SQLITE: dict[str, Any] = {
         }
     },
 }
+
+
+def _op(requests: float, p50: float) -> dict[str, Any]:
+    return {"requests_per_op": requests, "p50_ms": p50}
+
+
+#: The ttl-60 client reconciles only; the @1.28 client moves only: their other bars are missing.
+SURFACE: dict[str, Any] = {
+    "meta": {**META, "bench": "surface"},
+    "results": {
+        "move": {"variants": {"reportclient": _op(3.0, 36.9), "nova": _op(3.0, 34.4),
+                              "reportclient @1.28": _op(3.0, 34.2)}},
+        "candidates": {"variants": {"reportclient": _op(1.0, 14.6), "nova": _op(1.0, 14.6)}},
+        "reconcile": {
+            "phases": ["create", "unchanged"],
+            "variants": {
+                "reportclient": {"create": _op(9.0, 70.5), "unchanged": _op(5.0, 34.8)},
+                "reportclient (ttl 60)": {"create": _op(9.0, 68.1), "unchanged": _op(1.0, 7.9)},
+                "nova": {"create": _op(10.0, 84.1), "unchanged": _op(0.0, 3.5)},
+            },
+        },
+    },
+}  # fmt: skip

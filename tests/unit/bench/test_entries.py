@@ -21,7 +21,7 @@ from tests.support import bench_results as results
 from tests.support.svg import Svg
 
 #: The entries that compare clients, and a neutron scenario's place when it exists.
-COMPARING = ["run", "claims_nova", "fleet", "saturation", "overlap"]
+COMPARING = ["run", "claims_nova", "fleet", "saturation", "overlap", "surface"]
 
 
 @pytest.mark.parametrize("entry", COMPARING)

@@ -197,10 +197,29 @@ def test_run_on_sqlite_draws_workload_4_for_one_consumer_and_one_provider(
     assert svg_unit(svg, "provider-rate") == "successful claims/s"
 
 
+def test_surface_figure_shows_requests_and_time_per_operation_and_client(
+    tmp_path: Path,
+) -> None:
+    (svg,) = draw(results.SURFACE, tmp_path)
+    assert legend(svg) == ["reportclient", "nova", "reportclient @1.28", "reportclient (ttl 60)"]
+    assert_bars(
+        svg, "requests",
+        {("reportclient", "move"): 3.0, ("nova", "move"): 3.0, ("reportclient @1.28", "move"): 3.0,
+         ("reportclient", "candidates"): 1.0, ("nova", "candidates"): 1.0,
+         ("reportclient", "tree create"): 9.0, ("reportclient (ttl 60)", "tree create"): 9.0,
+         ("nova", "tree create"): 10.0, ("reportclient", "tree unchanged"): 5.0,
+         ("reportclient (ttl 60)", "tree unchanged"): 1.0, ("nova", "tree unchanged"): 0.0},
+    )  # fmt: skip
+    assert svg_unit(svg, "p50") == "median time per operation (ms)"
+    assert svg.bar_height("bar:p50:nova:tree-create") == pytest.approx(
+        svg.bar_height("bar:p50:reportclient:move") * 84.1 / 36.9, rel=1e-3
+    )
+
+
 @pytest.mark.parametrize(
     "data", [results.FLEET, results.CLAIMS, results.SATURATION, results.OVERLAP,
-             results.PRODUCTION, results.SQLITE],
-    ids=["fleet", "claims", "saturation", "overlap", "production", "sqlite"],
+             results.PRODUCTION, results.SQLITE, results.SURFACE],
+    ids=["fleet", "claims", "saturation", "overlap", "production", "sqlite", "surface"],
 )  # fmt: skip
 def test_every_figure_names_the_run_in_its_caption(data: Any, tmp_path: Path) -> None:
     for svg in draw(data, tmp_path):
