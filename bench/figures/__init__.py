@@ -1,17 +1,17 @@
 """The benchmarks' figures: drawn from the results a bench prints and saves, never from its text.
 
-Each comparing bench (``run``, ``claims``, ``fleet``, ``saturation``, ``overlap``,
-``surface``) writes its
-results as JSON (``{"meta": ..., "results": ...}``; ``overlap``: ``{"meta", "overlap",
-"requests"}``) and prints its tables from the same values. ``--plot DIR`` draws the figures
-from those values as the run ends; ``python -m bench plot RESULTS.json --plot DIR`` draws
-them again from the file, with no run, which is how the documentation's figures are made
-(``doc/source/figures``: each SVG beside the JSON it was drawn from).
+Each comparing bench (``run``, ``surface``, ``claims``, ``fleet``, ``saturation``,
+``overlap``) writes its results as JSON (``{"meta": ..., "results": ...}``; ``overlap``:
+``{"meta", "overlap", "requests"}``) and prints its tables from the same values.
+``--plot DIR`` draws the figures from those values as the run ends; ``python -m bench plot
+RESULTS.json --plot DIR`` draws them again from the file, with no run, which is how the
+documentation's figures are made (``doc/source/figures``: each SVG beside the JSON it was
+drawn from).
 
 A module per bench turns its results into :class:`~bench.figures.spec.Figure` values (pure,
 no matplotlib); :mod:`bench.figures.render` alone draws them (matplotlib, the ``plot``
 extra, imported only then). A bench that starts comparing clients gets a module here and a
-line in :data:`BENCHES`: the neutron scenarios (issue 55's hook) will be ``"neutron"``.
+line in :data:`BENCHES`: the neutron scenarios, once they exist, will be ``"neutron"``.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ BENCHES: dict[str, Callable[[Results, Any], list[Figure]]] = {
     "saturation": saturation.figures,
     "overlap": overlap.figures,
     "surface": surface.figures,
+    # Issue 55's hook for the neutron scenarios (no bench yet): a bench/figures/neutron.py
+    # whose figures(meta, results) draws their requests, registered here as "neutron", and
+    # the bench's main() taking output_options() and calling save_results(), as claims does.
 }
 
 
