@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fake-vs-real": ("bench.fake_vs_real", "time per claim on the fake beside the real one"),
     "model": ("bench.model", "a model of N writers on one consumer, to try retry windows"),
     "memory": ("bench.memory", "the consumer cache's memory, one child measurement (run's 6)"),
+    "plot": ("bench.plot", "draw a bench's figures again from its results JSON (--plot DIR)"),
 }
 
 

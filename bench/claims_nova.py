@@ -42,11 +42,17 @@ back: it must lie between the claims reported done and those plus the failed one
 cell's consumers are then deleted (``force_release``, outside the measured time), so the
 database does not grow from cell to cell. Exit status 1 when any claim failed or a
 read-back did not match.
+
+The rows are saved as JSON (``--json``, ``bench/results/claims.json`` by default) from the
+same summaries the table prints; ``--plot DIR`` draws claims/s and requests per claim
+against threads from them (``python -m bench plot`` redraws from the JSON). A line per
+cell on stderr says where the run is (``--quiet``: none).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import threading
 import time
@@ -55,6 +61,7 @@ import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -62,19 +69,25 @@ from keystoneauth1 import adapter as ks_adapter
 
 from bench.cells.cluster import cluster_cpu_seconds
 from bench.drivers.allocations import optional_nova
+from bench.figures.render import require
 from bench.support.common import (
     MICROVERSION,
     PROJECT,
+    RESULTS,
     USER,
     CountingAdapter,
     full_inventory,
+    identity,
     keepalive_pool,
     machine_info,
     make_adapter,
+    output_options,
     package_version,
     percentile,
     quiet_logging,
+    save_results,
 )
+from bench.support.progress import Progress
 from reportclient import PlacementClient, ProviderSpec
 from reportclient.nova import SchedulerReportClient as AdapterReportClient
 from reportclient.testing import PlacementCluster
@@ -241,49 +254,78 @@ def make_providers(admin: PlacementClient) -> list[str]:
     return providers
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f}"
-
-
 def _rounds(values: list[float], digits: int) -> str:
     return ", ".join(f"{v:.{digits}f}" for v in values)
 
 
-def rows_for(threads: int, cells: dict[str, list[Cell]]) -> list[list[str]]:
-    """The table's rows for one thread count: one per variant, pooled over its rounds."""
+def _none_if_nan(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def summarise(threads: int, cells: dict[str, list[Cell]]) -> list[dict[str, Any]]:
+    """One thread count's figures, a dict per variant pooled over its rounds.
+
+    The table's rows (:func:`row_cells`), the results JSON and the figure
+    (:mod:`bench.figures.claims`) are all made from these. Per claim means per successful
+    claim; NaN (no claim done) is None.
+    """
     rates = {v: [c.rate for c in cs] for v, cs in cells.items()}
     means = {v: sum(r) / len(r) for v, r in rates.items()}
-    rows = []
+    out = []
     for variant, runs in cells.items():
         claims = sum(c.claims for c in runs)
         requests: Counter[str] = sum((c.requests for c in runs), Counter())
         failures: Counter[str] = sum((c.failures for c in runs), Counter())
         latencies = [t for c in runs for t in c.latencies]
         mean = means[variant]
-        noise = (max(rates[variant]) - min(rates[variant])) / mean if mean else float("nan")
-        ratio = "-"
+        ratio, ratio_rounds = None, []
         if variant == ADAPTER and NOVA in cells and means[NOVA]:
-            per_round = [a / n for a, n in zip(rates[ADAPTER], rates[NOVA], strict=True) if n]
-            ratio = f"{mean / means[NOVA]:.2f} ({_rounds(per_round, 2)})"
+            ratio = mean / means[NOVA]
+            ratio_rounds = [a / n for a, n in zip(rates[ADAPTER], rates[NOVA], strict=True) if n]
         per = max(claims, 1)
-        rows.append(
-            [
-                str(threads),
-                variant,
-                str(claims),
-                f"{mean:.1f} ({_rounds(rates[variant], 1)})",
-                f"{noise:.1%}",
-                ratio,
-                f"{sum(requests.values()) / per:.2f}",
-                " ".join(f"{m} {n / per:.2f}" for m, n in sorted(requests.items())) or "-",
-                f"{sum(c.cpu for c in runs) / per * 1000:.2f}",
-                f"{sum(c.placement_cpu for c in runs) / per * 1000:.2f}",
-                _ms(percentile(latencies, 50)),
-                _ms(percentile(latencies, 99)),
-                ", ".join(f"{k} x{v}" for k, v in sorted(failures.items())) or "0",
-            ]
+        out.append(
+            {
+                "threads": threads,
+                "variant": variant,
+                "claims": claims,
+                "claims_per_s": mean,
+                "claims_per_s_rounds": rates[variant],
+                "noise": (max(rates[variant]) - min(rates[variant])) / mean if mean else None,
+                "vs_nova": ratio,
+                "vs_nova_rounds": ratio_rounds,
+                "requests_per_claim": sum(requests.values()) / per,
+                "requests_by_method": {m: n / per for m, n in sorted(requests.items())},
+                "client_cpu_ms_per_claim": sum(c.cpu for c in runs) / per * 1000,
+                "placement_cpu_ms_per_claim": sum(c.placement_cpu for c in runs) / per * 1000,
+                "p50_ms": _none_if_nan(percentile(latencies, 50) * 1000),
+                "p99_ms": _none_if_nan(percentile(latencies, 99) * 1000),
+                "failures": dict(sorted(failures.items())),
+            }
         )
-    return rows
+    return out
+
+
+def row_cells(r: dict[str, Any]) -> list[str]:
+    """One variant's row of the table, as printed."""
+    noise = float("nan") if r["noise"] is None else r["noise"]
+    ratio = (
+        "-" if r["vs_nova"] is None else f"{r['vs_nova']:.2f} ({_rounds(r['vs_nova_rounds'], 2)})"
+    )
+    return [
+        str(r["threads"]),
+        r["variant"],
+        str(r["claims"]),
+        f"{r['claims_per_s']:.1f} ({_rounds(r['claims_per_s_rounds'], 1)})",
+        f"{noise:.1%}",
+        ratio,
+        f"{r['requests_per_claim']:.2f}",
+        " ".join(f"{m} {n:.2f}" for m, n in r["requests_by_method"].items()) or "-",
+        f"{r['client_cpu_ms_per_claim']:.2f}",
+        f"{r['placement_cpu_ms_per_claim']:.2f}",
+        "nan" if r["p50_ms"] is None else f"{r['p50_ms']:.1f}",
+        "nan" if r["p99_ms"] is None else f"{r['p99_ms']:.1f}",
+        ", ".join(f"{k} x{v}" for k, v in r["failures"].items()) or "0",
+    ]
 
 
 HEADERS = [
@@ -313,7 +355,8 @@ def markdown(headers: list[str], rows: list[list[str]]) -> list[str]:
     return [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m bench claims``'s options."""
     parser = argparse.ArgumentParser(
         prog="python -m bench claims", description=(__doc__ or "").splitlines()[0]
     )
@@ -326,6 +369,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=2, help="cells per variant (default 2)")
     parser.add_argument("--quick", action="store_true", help="threads 1,4 and 3 s cells")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=RESULTS / "claims.json",
+        help="where to write the results (default bench/results/claims.json)",
+    )
+    output_options(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.quick:
         args.threads, args.cell_seconds = "1,4", 3.0
@@ -335,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--threads must be integers separated by commas, got {args.threads!r}")
     if min(thread_counts) < 1 or args.rounds < 1 or (args.claims is not None and args.claims < 1):
         parser.error("--threads, --rounds and --claims must be at least 1")
+    if args.plot is not None:
+        require()  # before the run, not after it
     quiet_logging()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eventlet's deprecation, on nova's import
@@ -342,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = [NOVA, ADAPTER] if nova is not None else [ADAPTER]
     info = machine_info()
     began = time.perf_counter()
-    rows: list[list[str]] = []
+    summaries: list[dict[str, Any]] = []
     bad = 0
     with PlacementCluster(args.placement, workers=args.workers) as cluster:
         admin_adapter = make_adapter(cluster.url, cluster.token, adapter_class=ks_adapter.Adapter)
@@ -351,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
         providers = make_providers(admin)
         for variant in variants:  # warm Placement and both code paths; not reported
             run_cell(cluster, admin, providers, variant, 4, 0.0, 10, nova)
+        progress = Progress(
+            "claims", len(thread_counts) * args.rounds * len(variants), quiet=args.quiet
+        )
         for threads in thread_counts:
             cells: dict[str, list[Cell]] = {v: [] for v in variants}
             for round_ in range(args.rounds):
@@ -368,15 +428,13 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     cells[variant].append(cell)
                     bad += cell.lost + sum(cell.failures.values())
-                    print(
-                        f"  {threads:>3} threads, round {round_ + 1}, {variant:<7}: "
+                    progress.done(
+                        f"{threads:>3} threads, round {round_ + 1}, {variant:<7}: "
                         f"{cell.claims} claims, {cell.rate:.1f}/s, "
                         f"{dict(sorted(cell.requests.items()))}, "
-                        f"failures {dict(cell.failures) or 0}",
-                        file=sys.stderr,
-                        flush=True,
+                        f"failures {dict(cell.failures) or 0}"
                     )
-            rows += rows_for(threads, cells)
+            summaries += summarise(threads, cells)
     how = f"{args.claims} claims per thread" if args.claims else f"{args.cell_seconds:g} s cells"
     lines = [
         f"Fresh claims, nova's SchedulerReportClient beside reportclient.nova's "
@@ -388,12 +446,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{how}, {args.rounds} rounds interleaved, {PROVIDERS} providers; "
         f"noise: (max - min) / mean of a variant's rounds",
         "",
-        *markdown(HEADERS, rows),
+        *markdown(HEADERS, [row_cells(r) for r in summaries]),
         "",
         f"wall time {time.perf_counter() - began:.0f} s; "
         f"failed claims and read-back differences: {bad}",
     ]
     print("\n".join(lines), flush=True)
+    meta = {
+        **info,
+        **identity("claims", argv),
+        "nova": package_version("nova"),
+        "placement_database": args.placement,
+        "workers": args.workers,
+        "wall_seconds": time.perf_counter() - began,
+    }
+    results = {"claims": summaries, "failed_or_lost": bad}
+    save_results({"meta": meta, "results": results}, args.json, args.plot, args.quiet)
     return 1 if bad else 0
 
 

@@ -50,6 +50,11 @@ at 10, 30 and 100 per second on it, and one writer changing a field back and for
 as it can: success rate, p99 and requests per write of ``set_inventory``, ``set_traits``
 and ``reconcile`` beside nova's ``set_inventory_for_provider`` and
 ``update_from_provider_tree`` (each nova write redriven up to 4 times, as its callers do).
+
+Both tables print from the summaries ``bench.fleet_report`` makes of the cells, and the same
+summaries are saved as JSON (``--json``, ``bench/results/fleet.json`` by default) and drawn
+by ``--plot DIR``: requests and Placement CPU per agent-period, by phase and variant. A line
+per phase x variant (and per starvation writer) on stderr says where the run is.
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -74,16 +80,31 @@ from keystoneauth1 import exceptions as ks_exc
 import reportclient
 from bench.cells.cluster import cluster_cpu_seconds
 from bench.drivers.allocations import optional_nova
+from bench.figures.render import require
+from bench.fleet_report import (
+    STARVATION_HEAD,
+    render_fleet,
+    render_ratios,
+    starvation_line,
+    summarise,
+)
 from bench.support.common import (
     MICROVERSION,
     PROJECT,
+    RESULTS,
     USER,
     CountingAdapter,
     full_inventory,
+    identity,
+    machine_info,
     make_adapter,
+    output_options,
+    package_version,
     percentile,
     quiet_logging,
+    save_results,
 )
+from bench.support.progress import Progress
 from reportclient import PlacementClient, ProofAssumption, ProviderSpec
 from reportclient.nova import SchedulerReportClient as RcSchedulerReportClient
 from reportclient.testing import PlacementCluster
@@ -529,9 +550,12 @@ def fleet(
     nova: Any,
     variants: list[str],
     timing: Timing,
+    progress: Progress,
 ) -> tuple[dict[tuple[str, str], Cell], int]:
     with association_refresh(nova, timing):
-        return _fleet(cluster, agents_per_variant, periods, claim_rate, nova, variants, timing)
+        return _fleet(
+            cluster, agents_per_variant, periods, claim_rate, nova, variants, timing, progress
+        )
 
 
 def _fleet(
@@ -542,6 +566,7 @@ def _fleet(
     nova: Any,
     variants: list[str],
     timing: Timing,
+    progress: Progress,
 ) -> tuple[dict[tuple[str, str], Cell], int]:
     url, token = cluster.url, cluster.token
     clock = SimClock()
@@ -593,64 +618,13 @@ def _fleet(
                     max((a.late for a in agents), default=0.0),
                 )
                 claimer.release_all()
-                print(f"  fleet {phase} {variant}: done", file=sys.stderr, flush=True)
+                done = cells[(phase, variant)]
+                progress.done(
+                    f"{phase} {variant}: "
+                    f"{sum(done.status.values()) / done.agent_periods:.2f} req/agent-period",
+                    units=n,
+                )
     return cells, bad
-
-
-def _ms(values: list[float], q: float) -> str:
-    return f"{percentile(values, q) * 1000:.0f}" if values else "-"
-
-
-def render_fleet(cells: dict[tuple[str, str], Cell], real: bool = False) -> list[str]:
-    head = (
-        "| phase | variant | req/agent-period | by method and status | 409s "
-        "| Placement CPU ms/agent-period | reconcile p50/p99 ms | claim p50/p99 ms "
-        "| failed | read-back |"
-    ) + (" overruns (max late s) |" if real else "")
-    lines = [head, "|" + " --- |" * (11 if real else 10)]
-    for (phase, variant), c in cells.items():
-        total = sum(c.status.values())
-        by = ", ".join(
-            f"{m} {s}: {k / c.agent_periods:.2f}" for (m, s), k in sorted(c.status.items())
-        )
-        conflicts = sum(k for (_m, s), k in c.status.items() if s == 409)
-        claim = (
-            f"{_ms(c.claim_latencies, 50)}/{_ms(c.claim_latencies, 99)}"
-            if c.claim_latencies
-            else "-"
-        )
-        lines.append(
-            f"| {phase} | {variant} | {total / c.agent_periods:.2f} | {by or '-'} "
-            f"| {conflicts} | {c.cpu * 1000 / c.agent_periods:.1f} "
-            f"| {_ms(c.latencies, 50)}/{_ms(c.latencies, 99)} | {claim} "
-            f"| {c.failures + c.claim_failures} | {'ok' if c.diffs == 0 else f'{c.diffs} DIFF'} |"
-            + (f" {c.overruns} ({c.late:.2f}) |" if real else "")
-        )
-    return lines
-
-
-def render_ratios(
-    cells: dict[tuple[str, str], Cell], variant: str = NOVA_RC, base: str = NOVA
-) -> list[str]:
-    """Per phase, ``variant`` over ``base`` (nova's flow): requests and Placement CPU."""
-    lines = [
-        f"| phase | req/agent-period {variant} / {base} "
-        f"| Placement CPU ms/agent-period {variant} / {base} |",
-        "| --- | --- | --- |",
-    ]
-    for phase in PHASES:
-        ours, theirs = cells.get((phase, variant)), cells.get((phase, base))
-        if ours is None or theirs is None:
-            continue
-        req = [sum(c.status.values()) / c.agent_periods for c in (ours, theirs)]
-        cpu = [c.cpu * 1000 / c.agent_periods for c in (ours, theirs)]
-
-        def ratio(pair: list[float], digits: int) -> str:
-            r = f"{pair[0] / pair[1]:.2f}" if pair[1] else "-"
-            return f"{pair[0]:.{digits}f} / {pair[1]:.{digits}f} = {r}"
-
-        lines.append(f"| {phase} | {ratio(req, 2)} | {ratio(cpu, 1)} |")
-    return lines
 
 
 # -- starvation ------------------------------------------------------------------------------
@@ -690,20 +664,22 @@ def starve_write(writer: str, client: Any, rp: str, name: str, k: int, nova: Any
                     raise
 
 
+def starvation_writers(nova: Any) -> list[str]:
+    """The writers each starvation rate runs: reportclient's four, and nova's two with nova."""
+    return ["set_inventory", "set_traits", "reconcile", "reconcile agent"] + (
+        ["nova set_inventory_for_provider", "nova update_from_provider_tree"] if nova else []
+    )
+
+
 def starvation(
-    cluster: PlacementCluster, rates: list[int], seconds: float, nova: Any
-) -> tuple[list[str], int]:
+    cluster: PlacementCluster, rates: list[int], seconds: float, nova: Any, progress: Progress
+) -> tuple[list[dict[str, Any]], int]:
+    """Each (rate, writer) row as :func:`bench.fleet_report.starvation_line` prints it."""
     url, token = cluster.url, cluster.token
-    lines = [
-        "| claims/s | done/s | writer | writes | success | p50/p99 ms | requests/write "
-        "| 409s/write | retries at once/write | backoff s/write | last write holds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    rows: list[dict[str, Any]] = []
     bad = 0
     for rate in rates:
-        for writer in ["set_inventory", "set_traits", "reconcile", "reconcile agent"] + (
-            ["nova set_inventory_for_provider", "nova update_from_provider_tree"] if nova else []
-        ):
+        for writer in starvation_writers(nova):
             rp = str(uuid.uuid4())
             name = f"starve-{rate}-{writer.replace(' ', '-')}"
             admin = PlacementClient(make_adapter(url, token), microversion=MICROVERSION)
@@ -755,24 +731,32 @@ def starvation(
             else:
                 inv = admin.providers.get_inventories(rp).inventories
                 ok = inv["VCPU"].total == 100000 + landed
-            holds = "yes" if ok else "NO"
             bad += not ok
             writes = len(latencies) + failures
-            total = sum(wire.status.values())
+            per = max(writes, 1)
             conflicts = sum(k for (_m, s), k in wire.status.items() if s == 409)
-            lines.append(
-                f"| {rate} | {done_rate:.0f} | {writer} | {writes} "
-                f"| {len(latencies) / max(writes, 1):.0%} "
-                f"| {_ms(latencies, 50)}/{_ms(latencies, 99)} | {total / max(writes, 1):.2f} "
-                f"| {conflicts / max(writes, 1):.2f} "
-                f"| {'-' if nova_ns else f'{slept.count(0.0) / max(writes, 1):.2f}'} "
-                f"| {'-' if nova_ns else f'{sum(slept) / max(writes, 1):.2f}'} | {holds} |"
+            rows.append(
+                {
+                    "claims_per_s": rate,
+                    "done_per_s": done_rate,
+                    "writer": writer,
+                    "writes": writes,
+                    "success": len(latencies) / per,
+                    "p50_ms": percentile(latencies, 50) * 1000 if latencies else None,
+                    "p99_ms": percentile(latencies, 99) * 1000 if latencies else None,
+                    "requests_per_write": sum(wire.status.values()) / per,
+                    "conflicts_per_write": conflicts / per,
+                    "retries_at_once_per_write": None if nova_ns else slept.count(0.0) / per,
+                    "backoff_s_per_write": None if nova_ns else sum(slept) / per,
+                    "holds": ok,
+                }
             )
-            print(f"  starvation {rate}/s {writer}: {lines[-1]}", file=sys.stderr, flush=True)
-    return lines, bad
+            progress.done(f"{rate}/s {writer}: {starvation_line(rows[-1])}")
+    return rows, bad
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m bench fleet``'s options."""
     parser = argparse.ArgumentParser(
         prog="python -m bench fleet", description=__doc__.split("\n\n")[0]
     )
@@ -804,9 +788,23 @@ def main(argv: list[str] | None = None) -> int:
         default=6.0,
         help="with --real-time: seconds per period; the windows are 5 periods (default 6)",
     )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=RESULTS / "fleet.json",
+        help="where to write the results (default bench/results/fleet.json)",
+    )
+    output_options(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.period_seconds <= 0:
         parser.error("--period-seconds must be > 0")
+    if args.plot is not None:
+        require()  # before the run, not after it
     timing = Timing(real=True, period=args.period_seconds) if args.real_time else Timing()
     random.seed(1)
     quiet_logging()
@@ -820,6 +818,24 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"--variants: unknown or without nova: {', '.join(unknown)}")
         variants = [v for v in variants if v in chosen]
+    rates = [int(r) for r in args.starve_rates.split(",")]
+    results: dict[str, Any] = {
+        "shape": {
+            "placement": args.placement,
+            "workers": args.workers,
+            "agents": args.agents,
+            "periods": args.periods,
+            "claim_rate": args.claim_rate,
+            "clock": (
+                f"real time, {timing.period:g} s periods"
+                if timing.real
+                else f"simulated {timing.period:g} s periods"
+            ),
+        },
+        "real_time": timing.real,
+        "fleet": [],
+        "starvation": [],
+    }
     bad = 0
     began = time.perf_counter()
     with PlacementCluster(args.placement, workers=args.workers) as cluster:
@@ -830,19 +846,47 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         if not args.skip_fleet:
+            periods = sum(
+                {"create": 1, "settle": SETTLE_PERIODS}.get(p, args.periods) for p in PHASES
+            )
+            progress = Progress("fleet", periods * len(variants), "periods", quiet=args.quiet)
             cells, fleet_bad = fleet(
-                cluster, args.agents, args.periods, args.claim_rate, nova, variants, timing
+                cluster,
+                args.agents,
+                args.periods,
+                args.claim_rate,
+                nova,
+                variants,
+                timing,
+                progress,
             )
             bad += fleet_bad
-            print("\n".join(["", "Fleet", "", *render_fleet(cells, timing.real)]), flush=True)
+            rows = [summarise(phase, variant, c) for (phase, variant), c in cells.items()]
+            results["fleet"] = rows
+            print("\n".join(["", "Fleet", "", *render_fleet(rows, timing.real)]), flush=True)
             for variant in (NOVA_RC, RC_AGENT, NOVA_RC_ASSUMED, RC_AGENT_ASSUMED):
-                ratios = render_ratios(cells, variant)
+                ratios = render_ratios(rows, PHASES, variant)
                 if len(ratios) > 2:
                     print("\n".join(["", f"{variant} / {NOVA}", "", *ratios]), flush=True)
         if not args.skip_starvation:
-            rates = [int(r) for r in args.starve_rates.split(",")]
-            lines, starve_bad = starvation(cluster, rates, args.starve_seconds, nova)
+            progress = Progress(
+                "fleet starvation",
+                len(rates) * len(starvation_writers(nova)),
+                "writers",
+                quiet=args.quiet,
+            )
+            rows, starve_bad = starvation(cluster, rates, args.starve_seconds, nova, progress)
             bad += starve_bad
+            results["starvation"] = rows
+            lines = [*STARVATION_HEAD, *(starvation_line(r) for r in rows)]
             print("\n".join(["", "Starvation (one provider)", "", *lines]), flush=True)
     print(f"\n{time.perf_counter() - began:.0f} s; read-back differences: {bad}")
+    results["read_back_differences"] = bad
+    meta = {
+        **machine_info(),
+        **identity("fleet", argv),
+        "nova": package_version("nova"),
+        "wall_seconds": time.perf_counter() - began,
+    }
+    save_results({"meta": meta, "results": results}, args.json, args.plot, args.quiet)
     return 1 if bad else 0

@@ -40,14 +40,13 @@ The process exits 0 whatever the figures (``--strict``: 1 when any is missed), 3
 database is unavailable, 2 when a round could not run (a thread stuck past its budget).
 
 Usage: ``python -m bench overlap [--database mariadb postgresql] [--workers 2 4]
-[--rounds 50] [--offsets 0,1,2,5,10] [--quick] [--json PATH] [--strict]``
+[--rounds 50] [--offsets 0,1,2,5,10] [--quick] [--json PATH] [--strict] [--plot DIR]
+[--quiet]``
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 import threading
 import time
@@ -64,15 +63,20 @@ from keystoneauth1 import token_endpoint
 from requests import PreparedRequest
 from requests.adapters import HTTPAdapter
 
+from bench.figures.render import require
 from bench.support.common import (
     INVENTORY,
     MICROVERSION,
     PROJECT,
     USER,
+    identity,
     machine_info,
+    output_options,
     percentile,
     quiet_logging,
+    save_results,
 )
+from bench.support.progress import Progress
 from bench.support.tables import table
 from reportclient import ConsumerChanged, PlacementClient, add_allocations
 from reportclient.testing import ClusterUnavailable, PlacementAdmin, PlacementCluster
@@ -332,13 +336,9 @@ def requests_alone(cluster: PlacementCluster, rp: str, n: int) -> list[dict[str,
     return rows
 
 
-def _progress(message: str, began: float) -> None:
-    print(f"  [{time.monotonic() - began:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-
 def run_cluster(
     database: str, workers: int, rounds: int, offsets: list[float], alone: int, budget: float,
-    began: float,
+    progress: Progress,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:  # fmt: skip
     """Start one cluster; every (op, offset) cell, then requests per operation alone."""
     rows: list[dict[str, Any]] = []
@@ -357,10 +357,9 @@ def run_cluster(
             for offset in offsets:
                 cell = overlap_cell(cluster, admin, rp, op, offset, rounds, budget)
                 rows.append({"database": database, "workers": workers, **cell})
-                _progress(
+                progress.done(
                     f"{database} x{workers} {op} +{offset:g} ms: wrong {cell['wrong']}/"
-                    f"{cell['rounds']}",
-                    began,
+                    f"{cell['rounds']}"
                 )
         alone_rows = [
             {"database": database, "workers": workers, **r}
@@ -422,7 +421,8 @@ def render(
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m bench overlap``'s options."""
     parser = argparse.ArgumentParser(
         prog="python -m bench overlap", description=__doc__.split("\n\n")[0]
     )
@@ -441,7 +441,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 when a cell is wrong or a request row MISS"
     )
-    args = parser.parse_args(argv)
+    output_options(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.plot is not None:
+        require()  # before the run, not after it
     if args.quick:
         args.database, args.workers = args.database[:1], [2]
         args.rounds, args.alone, args.budget = min(args.rounds, 4), 5, 10.0
@@ -450,20 +457,22 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     meta: dict[str, Any] = {
         **machine_info(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **identity("overlap", argv),
         "argv": sys.argv[1:] if argv is None else argv,
         "rounds": args.rounds,
         "offsets_ms": offsets,
     }
+    cells = len(args.database) * len(args.workers) * len(OPS) * len(offsets)
+    progress = Progress("overlap", cells, quiet=args.quiet)
     rows: list[dict[str, Any]] = []
     alone: list[dict[str, Any]] = []
     try:
         for database in args.database:
             for workers in args.workers:
-                cells, alone_rows = run_cluster(
-                    database, workers, args.rounds, offsets, args.alone, args.budget, began
+                done, alone_rows = run_cluster(
+                    database, workers, args.rounds, offsets, args.alone, args.budget, progress
                 )
-                rows += cells
+                rows += done
                 alone += alone_rows
     except ClusterUnavailable as exc:
         print(f"unavailable: {exc}", file=sys.stderr)
@@ -473,11 +482,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     meta["wall_seconds"] = time.monotonic() - began
     print("\n".join([*render(rows, alone, meta), f"\nwall time {meta['wall_seconds']:.1f} s"]))
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps({"meta": meta, "overlap": rows, "requests": alone}, indent=2) + "\n",
-            encoding="utf-8",
-        )
+    save_results(
+        {"meta": meta, "overlap": rows, "requests": alone}, args.json, args.plot, args.quiet
+    )
     missed = any(r["wrong"] for r in rows) or any(not r["pass"] for r in alone)
     return 1 if args.strict and missed else 0

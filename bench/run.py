@@ -37,17 +37,21 @@ from bench.drivers.allocations import (
     ReportclientDriver,
     nova_for,
 )
+from bench.figures.render import require
 from bench.support.common import (
     INVENTORY,
     RESULTS,
     WireCounter,
     emit,
+    identity,
+    output_options,
     placement_server,
     quiet_logging,
     results_parser,
     run_meta,
     server_description,
 )
+from bench.support.progress import Progress
 from bench.workloads import overhead
 from bench.workloads.claims import (
     RACE_NOVA_BEFORE,
@@ -132,10 +136,6 @@ CLUSTER_QUICK: dict[str, Any] = {
 }
 
 
-def _progress(message: str, began: float) -> None:
-    print(f"  [{time.perf_counter() - began:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-
 def _memory(sizes: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "bytes": memory.run("bytes", sizes["w6_bytes_n"]),
@@ -147,7 +147,7 @@ def _memory(sizes: dict[str, Any]) -> dict[str, Any]:
 
 
 def _server_workloads(
-    sizes: dict[str, Any], nova: Any, meta: dict[str, Any], began: float
+    sizes: dict[str, Any], nova: Any, meta: dict[str, Any], progress: Progress
 ) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with placement_server() as server:
@@ -165,7 +165,7 @@ def _server_workloads(
         nova_driver = NovaDriver(nova, url, token) if nova is not None else None
         extra: list[Driver] = [nova_driver] if nova_driver is not None else []
 
-        _progress("workload 1: fresh claims", began)
+        progress.begin("workload 1: fresh claims")
         w1 = fresh_claims(
             [rc, bare_put, ks_put, bare_get_put, *extra],
             rp,
@@ -176,7 +176,7 @@ def _server_workloads(
         consumers = w1.pop("consumers")
         results["fresh_claims"] = w1
 
-        _progress("workload 2: updates of known consumers", began)
+        progress.begin("workload 2: updates of known consumers")
         # Fresh claims do not depend on cache_ttl, so the trusting client claims its own
         # consumers just before each of its rounds (unmeasured), well within its ttl.
         results["cached_updates"] = cached_updates(
@@ -189,7 +189,7 @@ def _server_workloads(
             claim_first=[rc_ttl.name],
         )
 
-        _progress("workload 3: shelve race", began)
+        progress.begin("workload 3: shelve race")
         race_rp = admin.create_provider(inventory=INVENTORY)
         variants: list[tuple[str, Driver, bool]] = [
             (RACE_RC, rc, False),
@@ -202,7 +202,7 @@ def _server_workloads(
             ]
         results["shelve_race"] = shelve_race(variants, admin, race_rp, sizes["w3_n"], wire)
 
-        _progress("workload 4: contention", began)
+        progress.begin("workload 4: contention")
         factories: dict[str, Any] = {
             rc.name: lambda: ReportclientDriver(url, token),
             rc_ttl.name: lambda: ReportclientDriver(url, token, cache_ttl=TTL),
@@ -213,7 +213,7 @@ def _server_workloads(
             sizes["w4_clients"], sizes["w4_total"], sizes["w4_budgets"], factories, admin, wire
         )
 
-        _progress("workload 7: instance lifecycle", began)
+        progress.begin("workload 7: instance lifecycle")
         results["lifecycle"] = lifecycle(
             url,
             token,
@@ -222,15 +222,16 @@ def _server_workloads(
             wire,
             sizes["w7_n"],
             budget=sizes["w7_budget"],
-            progress=lambda m: _progress(m, began),
+            progress=progress.note,
         )
         admin.close()
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run every workload, print the table, write the JSON; return the exit code."""
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m bench run``'s options."""
     parser = results_parser("run", __doc__, "latest.json", "small counts, under a minute")
+    output_options(parser)
     parser.add_argument(
         "--placement",
         choices=["sqlite", "mariadb", "postgresql"],
@@ -294,11 +295,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also drive nova's SchedulerReportClient (needs nova installed)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every workload, print the table, write the JSON; return the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.plot is not None:
+        require()  # before the run, not after it
     began = time.perf_counter()
     quiet_logging()
     sizes = QUICK if args.quick else FULL
-    meta: dict[str, Any] = run_meta(args.quick, sizes)
+    meta: dict[str, Any] = {**run_meta(args.quick, sizes), **identity("run", argv)}
     nova: Any = None
     if args.with_nova:
         nova = nova_for(meta, "--with-nova requested but skipped", "WARNING")
@@ -310,15 +318,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.placement != "sqlite":
         return _production_shape(args, nova, meta, began)
     results: dict[str, Any] = {}
-    _progress("workload 5: client CPU overhead (stubbed transport)", began)
+    progress = Progress("run", 7, "workloads", quiet=args.quiet)
+    progress.begin("workload 5: client CPU overhead (stubbed transport)")
     results["overhead"] = overhead.measure(sizes["w5_block"], sizes["w5_repeats"])
-    _progress("workload 6: cache memory (child processes)", began)
+    progress.begin("workload 6: cache memory (child processes)")
     results["memory"] = _memory(sizes)
-    results.update(_server_workloads(sizes, nova, meta, began))
+    results.update(_server_workloads(sizes, nova, meta, progress))
     results["targets"] = targets(results)
     meta["wall_seconds"] = time.perf_counter() - began
 
-    return emit(render(meta, results), meta, results, args.json)
+    return emit(render(meta, results), meta, results, args.json, args.plot, args.quiet)
 
 
 def _production_shape(
@@ -346,12 +355,12 @@ def _production_shape(
     if args.json == RESULTS / "latest.json":
         args.json = RESULTS / f"production-{args.placement}.json"
     meta.update(sizes=sizes, placement=args.placement, workers=args.workers)
-    server, results = cluster.run(
-        args.placement, args.workers, nova, sizes, lambda m: _progress(m, began)
-    )
+    groups = len(sizes["threads"]) + len(sizes["writers"]) + (1 if sizes["mixed"] else 0)
+    progress = Progress("run", groups, "thread and writer counts", quiet=args.quiet)
+    server, results = cluster.run(args.placement, args.workers, nova, sizes, progress.begin)
     meta.update(server)
     meta["wall_seconds"] = time.perf_counter() - began
-    return emit(cluster.render(meta, results), meta, results, args.json)
+    return emit(cluster.render(meta, results), meta, results, args.json, args.plot, args.quiet)
 
 
 def _preset(
@@ -379,9 +388,12 @@ def _preset(
 def _galera(args: argparse.Namespace, meta: dict[str, Any], began: float) -> int:
     sizes = _preset(args, galera.FULL, galera.QUICK, "threads", "production-galera.json")
     meta.update(sizes=sizes, placement="galera")
-    meta["server"], rows = galera.run(sizes, lambda m: _progress(m, began))
+    progress = Progress("run", 1 + len(sizes["threads"]), "steps", quiet=args.quiet)
+    meta["server"], rows = galera.run(sizes, progress.begin)
     meta["wall_seconds"] = time.perf_counter() - began
-    return emit(galera.render(meta, rows), meta, {"fresh_claims": rows}, args.json)
+    return emit(
+        galera.render(meta, rows), meta, {"fresh_claims": rows}, args.json, args.plot, args.quiet
+    )
 
 
 def _shared(args: argparse.Namespace, nova: Any, meta: dict[str, Any], began: float) -> int:
@@ -390,8 +402,7 @@ def _shared(args: argparse.Namespace, nova: Any, meta: dict[str, Any], began: fl
         return 2
     sizes = _preset(args, shared.FULL, shared.QUICK, "writers", f"shared-{args.placement}.json")
     meta.update(sizes=sizes, placement=args.placement, workers=args.workers)
-    meta["server"], rows = shared.run(
-        args.placement, args.workers, nova, sizes, lambda m: _progress(m, began)
-    )
+    progress = Progress("run", len(sizes["writers"]), "thread counts", quiet=args.quiet)
+    meta["server"], rows = shared.run(args.placement, args.workers, nova, sizes, progress.begin)
     meta["wall_seconds"] = time.perf_counter() - began
-    return emit(shared.render(meta, rows), meta, {"shared": rows}, args.json)
+    return emit(shared.render(meta, rows), meta, {"shared": rows}, args.json, args.plot, args.quiet)

@@ -30,6 +30,11 @@ stays under the budget's window, 10 s by default), and the retries it gave back 
 refused. Nothing lost: after each cell every provider's VCPU usage must lie between the
 claims reported done and those plus the ones whose outcome was reported unknown, and each
 writer's last reported write must be what Placement holds.
+
+The rows are saved as JSON (``--json``, ``bench/results/saturation.json`` by default; the
+table is printed from the same summaries, ``bench.saturation_report``), and ``--plot DIR``
+draws goodput against the load offered from them. A line per cell on stderr says where the
+run is (``--quiet``: none).
 """
 
 from __future__ import annotations
@@ -43,23 +48,32 @@ import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import reportclient
 from bench.cells.cluster import cluster_cpu_seconds
 from bench.drivers.allocations import NovaDriver, optional_nova
+from bench.figures.render import require
 from bench.fleet import WINDOW
+from bench.saturation_report import Row, capacity_line, render_database, spent
 from bench.support.common import (
     MICROVERSION,
     PROJECT,
+    RESULTS,
     USER,
     full_inventory,
+    identity,
     keepalive_pool,
+    machine_info,
     make_adapter,
-    percentile,
+    output_options,
+    package_version,
     quiet_logging,
+    save_results,
 )
+from bench.support.progress import Progress
 from reportclient import PlacementClient, ProviderSpec
 from reportclient.testing import PlacementCluster
 
@@ -263,76 +277,6 @@ def make_providers(admin: PlacementClient, n: int) -> list[str]:
     return providers
 
 
-@dataclass(frozen=True)
-class Spent:
-    """What one client's retry budget charged, allowed, gave back and refused in a cell.
-
-    ``allowed`` is the most the budget could charge in one window:
-    ``ratio x first attempts + floor x window``. Every client of a cell is
-    made for it and the cell (with its warm-up) is shorter than the window,
-    so all of its first attempts and retries fall in one window.
-    """
-
-    charged: int
-    allowed: float
-    refunded: int
-    refused: int
-
-    def cells(self) -> list[str]:
-        return [f"{self.charged}/{self.allowed:.0f}", f"{self.refunded}/{self.refused}"]
-
-
-def spent(client: Any) -> Spent | None:
-    """The client's budget so far (None for nova's client, or a client without one)."""
-    budget = getattr(getattr(client, "_core", None), "budget", None)
-    if budget is None:
-        return None
-    stats = budget.stats()
-    allowed = budget.ratio * stats.first_attempts + budget.floor * budget.window
-    return Spent(stats.retries - stats.refunded, allowed, stats.refunded, stats.refused)
-
-
-def _ms(values: list[float], q: float) -> str:
-    return f"{percentile(values, q) * 1000:.0f}" if values else "-"
-
-
-@dataclass
-class Row:
-    """One line of the table: one kind of operation in one cell."""
-
-    kind: str
-    factor: float
-    what: str
-    begun: int
-    tally: Tally
-    counts: Counter[str]
-    budget: Spent | None
-
-    @property
-    def retries_per_first(self) -> float:
-        """Writes sent beyond one per operation begun, per operation begun."""
-        writes = self.counts["PUT"] + self.counts["POST"]
-        return max(writes - self.tally.begun, 0) / max(self.tally.begun, 1)
-
-    def cells(self, goodput: float, cpu_per_write: float, cores: float) -> list[str]:
-        done = self.tally.done
-        return [
-            self.kind,
-            f"{self.factor:g}x",
-            self.what,
-            str(self.begun),
-            f"{len(done) / max(self.begun, 1):.0%}",
-            f"{_ms(done, 50)}/{_ms(done, 99)}",
-            f"{sum(self.counts.values()) / max(len(done), 1):.2f}",
-            f"{self.retries_per_first:.2f}",
-            f"{goodput:.1f}",
-            f"{cpu_per_write * 1000:.1f}",
-            f"{cores:.2f}",
-            ", ".join(f"{k} {v}" for k, v in sorted(self.tally.errors.items())) or "-",
-            *(self.budget.cells() if self.budget is not None else ["-", "-"]),
-        ]
-
-
 def cell(
     cluster: PlacementCluster,
     admin: PlacementClient,
@@ -396,36 +340,11 @@ def cell(
     return rows, successes / elapsed, cpu / max(successes, 1), cpu / elapsed, bad
 
 
-HEADERS = [
-    "client",
-    "load",
-    "operation",
-    "offered/begun",
-    "success",
-    "p50/p99 ms",
-    "requests/success",
-    "retries/first",
-    "goodput/s",
-    "CPU ms/write",
-    "Placement cores",
-    "errors",
-    "budget charged/allowed",
-    "budget refunded/refused",
-]
-
-
-def table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADERS)]
-    rule = "  ".join("=" * w for w in widths)
-    line = [rule, "  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True)), rule]
-    line += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return [*line, rule]
-
-
 def run_database(
-    database: str, workers: int, cap_seconds: float, seconds: float, pace: float, nova: Any
-) -> tuple[list[str], int]:
-    out: list[str] = []
+    database: str, workers: int, cap_seconds: float, seconds: float, pace: float, nova: Any,
+    progress: Progress,
+) -> tuple[dict[str, Any], int]:  # fmt: skip
+    """Measure the capacity, then every (client, factor) cell; the results and the lost."""
     with PlacementCluster(database, workers=workers) as cluster:
         admin = PlacementClient(make_adapter(cluster.url, cluster.token), microversion=MICROVERSION)
         # Warm first: without it the first of the two measurements was the lower in all five
@@ -441,22 +360,23 @@ def run_database(
             capacities.append(closed_loop(claims, cap_seconds))
             cores.append((cluster_cpu_seconds(cluster) - cpu0) / (time.perf_counter() - began))
         capacity = sum(capacities) / len(capacities)
-        spread = abs(capacities[0] - capacities[1]) / capacity
-        line = (
-            f"{database}, {workers} gunicorn workers: capacity "
-            f"{capacities[0]:.1f} and {capacities[1]:.1f} fresh claims/s "
-            f"(reportclient, {CLAIM_THREADS} threads closed loop; noise floor {spread:.0%}; "
-            f"Placement cores {cores[0]:.2f} and {cores[1]:.2f}); agents "
-            + (f"begin a write every {pace:g} s" if pace else "write back to back")
-        )
+        db: dict[str, Any] = {
+            "database": database,
+            "workers": workers,
+            "capacity": capacities,
+            "cores": cores,
+            "noise_floor": abs(capacities[0] - capacities[1]) / capacity,
+            "pace": pace,
+            "claim_threads": CLAIM_THREADS,
+            "nova_capacity": None,
+            "rows": [],
+        }
         if nova is not None:
             claims = Claims(
                 NOVA, cluster.url, cluster.token, make_providers(admin, PROVIDERS), nova
             )
-            line += f"; nova {closed_loop(claims, cap_seconds):.1f}"
-        print(line, file=sys.stderr, flush=True)
-        out.append(line)
-        rows: list[list[str]] = []
+            db["nova_capacity"] = closed_loop(claims, cap_seconds)
+        progress.note(capacity_line(db))
         bad = 0
         for kind in [RC] + ([NOVA] if nova is not None else []):
             for factor in FACTORS:
@@ -464,14 +384,18 @@ def run_database(
                     cluster, admin, kind, factor, capacity * factor, seconds, pace, nova
                 )
                 bad += lost
-                for row in cell_rows:
-                    rows.append(row.cells(goodput, per_write, busy))
-                    print("  " + " | ".join(rows[-1]), file=sys.stderr, flush=True)
-        out += ["", *table(rows)]
-    return out, bad
+                db["rows"] += [row.summary(goodput, per_write, busy) for row in cell_rows]
+                claims_row = db["rows"][-len(cell_rows)]
+                progress.done(
+                    f"{database} {kind} {factor:g}x: claims "
+                    f"{claims_row['done']}/{claims_row['begun']} done, goodput {goodput:.1f}/s, "
+                    f"Placement {busy:.2f} cores"
+                )
+    return db, bad
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m bench saturation``'s options."""
     parser = argparse.ArgumentParser(
         prog="python -m bench saturation", description=__doc__.split("\n\n")[0]
     )
@@ -487,21 +411,52 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="2 s cells, 3 s capacity")
     parser.add_argument("--without-nova", action="store_true")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=RESULTS / "saturation.json",
+        help="where to write the results (default bench/results/saturation.json)",
+    )
+    output_options(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.agent_pace < 0:
         parser.error(f"--agent-pace must be 0 or more seconds, got {args.agent_pace:g}")
     if args.quick:
         args.capacity_seconds, args.cell_seconds = 3.0, 2.0
+    if args.plot is not None:
+        require()  # before the run, not after it
     random.seed(1)
     quiet_logging()
     nova = optional_nova(not args.without_nova)
+    databases = args.databases.split(",")
+    progress = Progress(
+        "saturation",
+        len(databases) * len(FACTORS) * (2 if nova is not None else 1),
+        quiet=args.quiet,
+    )
     began = time.perf_counter()
     bad = 0
-    for database in args.databases.split(","):
-        lines, lost = run_database(
-            database, args.workers, args.capacity_seconds, args.cell_seconds, args.agent_pace, nova
-        )
+    results: dict[str, Any] = {"databases": []}
+    for database in databases:
+        db, lost = run_database(
+            database, args.workers, args.capacity_seconds, args.cell_seconds, args.agent_pace,
+            nova, progress,
+        )  # fmt: skip
         bad += lost
-        print("\n".join(["", *lines]), flush=True)
+        results["databases"].append(db)
+        print("\n".join(["", *render_database(db)]), flush=True)
     print(f"\n{time.perf_counter() - began:.0f} s; read-back differences: {bad}")
+    results["read_back_differences"] = bad
+    meta = {
+        **machine_info(),
+        **identity("saturation", argv),
+        "nova": package_version("nova"),
+        "wall_seconds": time.perf_counter() - began,
+    }
+    save_results({"meta": meta, "results": results}, args.json, args.plot, args.quiet)
     return 1 if bad else 0

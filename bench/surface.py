@@ -1,6 +1,6 @@
 """Benchmark the library's newer surface against nova's report client; print tables, write JSON.
 
-Usage: ``python -m bench surface [--quick] [--json PATH]``
+Usage: ``python -m bench surface [--quick] [--json PATH] [--plot DIR] [--quiet]``
 
 Against the real Placement (``placement_server()``: a child process, SQLite on tmpfs), side
 by side with nova's ``SchedulerReportClient`` when nova imports (otherwise reportclient only,
@@ -23,11 +23,11 @@ Variants take turns in rounds (order rotated every round) so drift hits all alik
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import math
 import re
-import sys
 import time
 import uuid
 from collections import Counter
@@ -45,12 +45,15 @@ from bench.drivers.surface import (
     Tree,
     nova_drivers,
 )
+from bench.figures.render import require
 from bench.support.common import (
     PROJECT,
     USER,
     WireCounter,
     emit,
+    identity,
     latency_ms,
+    output_options,
     percentile,
     placement_server,
     quiet_logging,
@@ -58,6 +61,7 @@ from bench.support.common import (
     run_meta,
     server_description,
 )
+from bench.support.progress import Progress
 from bench.support.tables import errors_cell, header, table
 from reportclient.testing import PlacementAdmin, RequestRecord
 
@@ -316,14 +320,22 @@ def render(meta: dict[str, Any], results: dict[str, Any]) -> list[str]:
     return out
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m bench surface``'s options."""
+    parser = results_parser("surface", __doc__, "surface.json", "small counts, about a minute")
+    output_options(parser)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the three workloads, print the tables, write the JSON."""
-    parser = results_parser("surface", __doc__, "surface.json", "small counts, about a minute")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
+    if args.plot is not None:
+        require()  # before the run, not after it
     began = time.perf_counter()
     quiet_logging()
     sizes: dict[str, int] = QUICK if args.quick else FULL
-    meta: dict[str, Any] = run_meta(args.quick, sizes)
+    meta: dict[str, Any] = {**run_meta(args.quick, sizes), **identity("surface", argv)}
     report = nova_for(meta, "not compared", "NOTE")
     with placement_server() as server:
         meta["server"] = server_description(server)
@@ -340,10 +352,11 @@ def main(argv: list[str] | None = None) -> int:
             "reconcile": lambda ds: reconcile(ds, admin, sizes["trees"], sizes["rounds"], wire),
         }
         results: dict[str, Any] = {}
+        progress = Progress("surface", len(workloads), "workloads", quiet=args.quiet)
         for name, run in workloads.items():
-            print(f"  [{time.perf_counter() - began:6.1f}s] {name}", file=sys.stderr, flush=True)
+            progress.begin(name)
             extra = {"move": [rc_128], "reconcile": [rc_ttl]}.get(name, [])
             results[name] = run([rc, *extra, *nova.get(name, [])])
         admin.close()
     meta["wall_seconds"] = time.perf_counter() - began
-    return emit(render(meta, results), meta, results, args.json)
+    return emit(render(meta, results), meta, results, args.json, args.plot, args.quiet)

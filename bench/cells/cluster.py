@@ -124,6 +124,7 @@ def fresh_claims(
     threads_list: Sequence[int],
     claims: dict[int, int],
     rounds: int,
+    progress: Callable[[str], None] = lambda _: None,
 ) -> list[dict[str, Any]]:
     """One row per (threads, variant): claims/s, requests and Placement CPU per claim.
 
@@ -132,10 +133,12 @@ def fresh_claims(
     must not be the first variant's). Measured cells then take turns in a rotating order,
     each on a provider of its own so that no variant claims on a provider the others
     filled. ``x bare`` per round pairs a variant's cell with the bare PUT's cell of the same
-    round; their median and range say how far one round's ratio can wander.
+    round; their median and range say how far one round's ratio can wander. ``progress``
+    hears of each thread count as it begins.
     """
     rows: list[dict[str, Any]] = []
     for threads in threads_list:
+        progress(f"fresh claims at {threads} threads")
         made = {name: pooled(factory(), max(threads, 10)) for name, factory in drivers.items()}
         names = list(made)
         per_thread = max(1, claims[threads] // (threads * rounds))
@@ -189,10 +192,12 @@ def contention(
     updates: dict[int, int],
     rounds: dict[int, int],
     budget: float,
+    progress: Callable[[str], None] = lambda _: None,
 ) -> list[dict[str, Any]]:
     """One row per (writers, variant), summed over ``rounds[writers]`` interleaved cells."""
     rows: list[dict[str, Any]] = []
     for writers in writers_list:
+        progress(f"contention at {writers} writers")
         cells: dict[str, list[dict[str, Any]]] = {name: [] for name in factories}
         per_writer = max(1, updates[writers] // (writers * rounds[writers]))
         for name in rotations(list(factories), rounds[writers]):
@@ -258,11 +263,16 @@ def run(
             claimers[NOVA] = lambda: NovaDriver(nova, url, token)
             writers[NOVA] = lambda: NovaDriver(nova, url, token)
             writers[NOVA_CONTROL] = lambda: NovaDriver(nova, url, token)
-        progress(f"production shape: fresh claims on {database} x{workers}")
+        shape = f"{database} x{workers}"
         claims = fresh_claims(
-            claimers, admin, meter, sizes["threads"], sizes["claims"], sizes["rounds"]
+            claimers,
+            admin,
+            meter,
+            sizes["threads"],
+            sizes["claims"],
+            sizes["rounds"],
+            lambda what: progress(f"production shape on {shape}: {what}"),
         )
-        progress(f"production shape: contention on {database} x{workers}")
         rows = contention(
             writers,
             admin,
@@ -271,10 +281,11 @@ def run(
             sizes["updates"],
             sizes["contention_rounds"],
             sizes["budget"],
+            lambda what: progress(f"production shape on {shape}: {what}"),
         )
         mixed_rows: list[dict[str, Any]] = []
         if sizes.get("mixed"):
-            progress(f"production shape: mixed cell on {database} x{workers}")
+            progress(f"production shape on {shape}: the mixed cell")
             mixed_rows = mixed(
                 writers, claimers[BARE], admin, meter, sizes["mixed"], against=(NOVA, NOVA_CONTROL)
             )

@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import platform
+import sys
 import tempfile
 import threading
 import time
@@ -53,6 +54,75 @@ def results_parser(
         help=f"where to write the results (default bench/results/{results})",
     )
     return parser
+
+
+def output_options(parser: argparse.ArgumentParser) -> None:
+    """``--plot DIR`` and ``--quiet``: the figures' directory, and no progress on stderr."""
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="DIR",
+        help="also draw the figures (SVG) into DIR, from the results the tables print "
+        "(needs the plot extra; python -m bench plot redraws them from the JSON)",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress lines on stderr (tables unchanged)"
+    )
+
+
+#: Options that choose where a run's output goes, not what it measures: left out of the
+#: command its results and figures name.
+_OUTPUT_OPTIONS = ("--json", "--plot")
+_OUTPUT_FLAGS = ("--quiet",)
+
+
+def command_line(entry: str, argv: Sequence[str]) -> str:
+    """``python -m bench ENTRY ...`` as typed, less the options that only say where output goes.
+
+    Quoted where an argument has a space (``--variants "rc agent,nova"``), so the command a
+    figure's caption names can be pasted to run the same measurement again.
+    """
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        name = arg.split("=", 1)[0]
+        if name in _OUTPUT_FLAGS:
+            continue
+        if name in _OUTPUT_OPTIONS:
+            skip = "=" not in arg
+            continue
+        kept.append(f'"{arg}"' if " " in arg else arg)
+    return " ".join(["python -m bench", entry, *kept])
+
+
+def identity(entry: str, argv: Sequence[str] | None) -> dict[str, Any]:
+    """What a results file says of its run: the bench, its command and its start (UTC)."""
+    return {
+        "bench": entry,
+        "command": command_line(entry, list(sys.argv[1:] if argv is None else argv)),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def save_results(data: dict[str, Any], path: Path | None, plot: Path | None, quiet: bool) -> None:
+    """Write the results JSON (when ``path``) and draw its figures (when ``plot``).
+
+    The figures come from ``data`` itself, the values the tables were printed from; each
+    file is named after the JSON (``python -m bench plot`` draws the same from the file).
+    """
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if plot is not None:
+        from bench import figures
+
+        stem = path.stem if path is not None else str(data["meta"]["bench"])
+        for svg in figures.save(data, plot, stem):
+            if not quiet:
+                print(f"  figure: {svg}", file=sys.stderr, flush=True)
 
 
 def full_inventory(total: int) -> dict[str, Any]:
@@ -293,14 +363,21 @@ class WireCounter:
         return sum(1 for r in self.since(position) if method is None or r.method == method)
 
 
-def emit(lines: list[str], meta: dict[str, Any], results: dict[str, Any], path: Path) -> int:
-    """Print the table with the wall time, write ``{"meta", "results"}`` as JSON; return 0."""
+def emit(
+    lines: list[str],
+    meta: dict[str, Any],
+    results: dict[str, Any],
+    path: Path,
+    plot: Path | None = None,
+    quiet: bool = False,
+) -> int:
+    """Print the table with the wall time, write ``{"meta", "results"}`` as JSON; return 0.
+
+    ``plot``: also draw the figures of those results into that directory.
+    """
     lines = [*lines, f"\nwall time {meta['wall_seconds']:.1f} s; JSON: {path}"]
     print("\n".join(lines))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps({"meta": meta, "results": results}, indent=2) + "\n", encoding="utf-8"
-    )
+    save_results({"meta": meta, "results": results}, path, plot, quiet)
     return 0
 
 
