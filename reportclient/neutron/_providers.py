@@ -26,7 +26,6 @@ from reportclient.errors import (
     GenerationConflict,
     InvalidInput,
     PlacementError,
-    ProviderChanged,
 )
 from reportclient.neutron._common import (
     MEMBER_OF,
@@ -367,26 +366,25 @@ class ProviderCalls(Base):
     ) -> Any:
         """Make one field ``wanted`` through the view (nothing sent when it holds it).
 
-        A provider the view has not proven within its window is written by
-        the library's read-modify-write (proving it here could create it
-        again after another writer deleted it); one another writer changed since the view proved
-        it (:class:`ProviderChanged`) is written the same way, as
-        neutron-lib replaces whatever it finds.
+        A provider the view proved within its window is written once, at
+        the generation the view holds, when it differs; a conflict (an
+        allocation or another writer moved the provider since) falls back
+        to the library's read-modify-write, as does a provider the view has
+        not proven (proving it here could create it again after another
+        writer deleted it): neutron-lib replaces whatever it finds.
         """
         providers = self.placement.providers
         setter = providers.set_inventories if kind is ProviderInventories else providers.set_traits
-        if uuid in self._fresh():
+        held = self._views.current().get(uuid) if uuid in self._fresh() else None
+        if held is not None:
+            value = held.inventories if kind is ProviderInventories else held.traits
+            if kind(uuid, held.generation, value).holds(wanted):
+                return kind(uuid, held.generation, value)
             try:
-                self._views.write_field(uuid, kind, wanted)
-            except ProviderChanged:
-                return setter(uuid, wanted)
-            except InvalidInput:
-                pass  # left the view meanwhile (deleted): written below, as neutron-lib would
-            else:
-                held = self._views.current().get(uuid)
-                if held is not None:
-                    value = held.inventories if kind is ProviderInventories else held.traits
-                    return kind(uuid, held.generation, value)
+                # One write at the generation the view proved; neutron-lib reads first.
+                return setter(uuid, wanted, generation=held.generation)
+            except GenerationConflict:
+                pass  # moved since (an allocation, another writer): read and replace
         return setter(uuid, wanted)
 
 
