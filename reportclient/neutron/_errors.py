@@ -35,7 +35,16 @@ from reportclient.errors import (
 )
 from reportclient.neutron._common import neutron_exceptions
 
-__all__ = ["TABLE", "WRAPPED", "WRAPPED_READS", "Rule", "answer", "client_error_text", "fail", "table_rst"]
+__all__ = [
+    "TABLE",
+    "WRAPPED",
+    "WRAPPED_READS",
+    "Rule",
+    "answer",
+    "client_error_text",
+    "fail",
+    "table_rst",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,7 +154,10 @@ class ProviderCalls(Base):
         """
         uuid = text(resource_provider_uuid)
         return self._raw(
-            "GET", f"/resource_providers/{uuid}", what="get_resource_provider", resource_provider=uuid
+            "GET",
+            f"/resource_providers/{uuid}",
+            what="get_resource_provider",
+            resource_provider=uuid,
         ).body
 
     def list_resource_providers(
@@ -212,7 +215,10 @@ class ProviderCalls(Base):
             generation is stale, or conflicts outlasted the retries.
         """
         uuid = text(resource_provider_uuid)
-        what, url = "update_resource_provider_inventories", f"/resource_providers/{uuid}/inventories"
+        what, url = (
+            "update_resource_provider_inventories",
+            f"/resource_providers/{uuid}/inventories",
+        )
         context = {"resource_provider": uuid, "generation": resource_provider_generation}
         if not self._engine or resource_provider_generation is not None:
             body = {"resource_provider_generation": resource_provider_generation}
@@ -361,9 +367,7 @@ class ProviderCalls(Base):
         context["generation"] = body["resource_provider_generation"]
         fail("PlacementResourceProviderGenerationConflict", last, **context)
 
-    def _write_field(
-        self, kind: type[Any], uuid: str, wanted: Any, what: str
-    ) -> Any:
+    def _write_field(self, kind: type[Any], uuid: str, wanted: Any, what: str) -> Any:
         """Make one field ``wanted`` through the view (nothing sent when it holds it).
 
         A provider the view proved within its window is written once, at
@@ -386,5 +390,3 @@ class ProviderCalls(Base):
             except GenerationConflict:
                 pass  # moved since (an allocation, another writer): read and replace
         return setter(uuid, wanted)
-
-

@@ -111,10 +111,6 @@ class Situation(enum.Enum):
     REFUSED_409 = "409 other"
 
 
-
-
-
-
 def _transport(exc: PlacementError) -> Situation:
     """A failure with no answer: keystoneauth's ConnectTimeout (any timeout) or ConnectFailure."""
     names = chain_names(exc)
@@ -383,8 +379,6 @@ _KWARGS: dict[str, Callable[[Mapping[str, Any], PlacementError], dict[str, Any]]
 
 def _no_kwargs(context: Mapping[str, Any], exc: PlacementError) -> dict[str, Any]:
     return {}
-
-
 
 
 def row_for(method: str, exc: PlacementError) -> dict[Situation, Outcome]:

@@ -27,9 +27,10 @@ from tests.neutron.world import KINDS, Admin, Wire, configure
 def _kept_both_pools(lib: Any, ours: Any) -> bool:
     inv = ours.state["providers"][f"Neutron segment id {scenarios.SEGMENT}"]["inventories"]
     # 10 addresses, + 5 (grown), + 5 (server one) + 30 (server two, another subnet).
-    return int(inv["IPV4_ADDRESS"]["total"]) == 50 and ours.conclusions[
-        "two servers grow it at once"
-    ]["raised"] is None
+    return (
+        int(inv["IPV4_ADDRESS"]["total"]) == 50
+        and ours.conclusions["two servers grow it at once"]["raised"] is None
+    )
 
 
 def _kept_nova_and_neutron(lib: Any, ours: Any) -> bool:
@@ -83,16 +84,22 @@ def main() -> int:
             if not IMPROVEMENTS[(name, phase)](lib, ours):
                 failures.append(f"{name} / {phase}: the drop-in did not keep both writers' changes")
         unexplained = [
-            d for d in differences
-            if not any(d.startswith(f"{p}:") for p in improved) and not (improved and d.startswith("final state"))
+            d
+            for d in differences
+            if not any(d.startswith(f"{p}:") for p in improved)
+            and not (improved and d.startswith("final state"))
         ]
         failures += [f"{name} / {d}" for d in unexplained]
         for phase, count in lib.requests.items():
             mine = ours.requests[phase]
-            verdict = "improved" if phase in improved else "same" if not unexplained else "DIFFERENT"
+            verdict = (
+                "improved" if phase in improved else "same" if not unexplained else "DIFFERENT"
+            )
             rows.append((name, phase, count, mine, verdict))
             if (name, phase) == STEADY and mine * 4 > count:
-                failures.append(f"{name} / {phase}: {mine} requests, more than a quarter of {count}")
+                failures.append(
+                    f"{name} / {phase}: {mine} requests, more than a quarter of {count}"
+                )
         lib_total, ours_total = sum(lib.requests.values()), sum(ours.requests.values())
         if not improved and ours_total > lib_total:
             failures.append(f"{name}: {ours_total} requests in all, neutron-lib {lib_total}")
@@ -102,8 +109,10 @@ def main() -> int:
         print(f"{name + ' / ' + phase:<{width}}  {lib_n:>11}  {ours_n:>12}  {verdict}")
     same = sum(1 for r in rows if r[4] == "same")
     better = sum(1 for r in rows if r[4] == "improved")
-    print(f"neutron on reportclient: {same} same, {better} improved, {len(failures)} failed "
-          f"({time.monotonic() - started:.0f} s)")
+    print(
+        f"neutron on reportclient: {same} same, {better} improved, {len(failures)} failed "
+        f"({time.monotonic() - started:.0f} s)"
+    )
     for failure in failures:
         print(f"FAILED {failure}")
     return 1 if failures else 0

@@ -170,17 +170,28 @@ def ovn_removal(kind: str, admin: Admin, wire: Wire) -> Outcome:
 
     def body(logs: Logs) -> Outcome:
         out = Outcome()
-        _phase(out, "chassis with two bridges", wire, logs,
-               lambda: ovn_placement._send_deferred_batch(state(both, set())))
-        _phase(out, "br-eth1 removed", wire, logs,
-               lambda: ovn_placement._send_deferred_batch(
-                   state({"br-eth0": both["br-eth0"]}, {"br-eth1"})))
+        _phase(
+            out,
+            "chassis with two bridges",
+            wire,
+            logs,
+            lambda: ovn_placement._send_deferred_batch(state(both, set())),
+        )
+        _phase(
+            out,
+            "br-eth1 removed",
+            wire,
+            logs,
+            lambda: ovn_placement._send_deferred_batch(
+                state({"br-eth0": both["br-eth0"]}, {"br-eth1"})
+            ),
+        )
         return out
 
     return _with_logs(body)
 
 
-# -- the segments plugin at 1.1 ------------------------------------------------------------------
+# -- the segments plugin at 1.1 --------------------------------------------------------------
 class _Nova:
     """novaclient's aggregates, as the segment notifier uses them (nova is not under test)."""
 
@@ -280,7 +291,9 @@ def segments_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
         def body(logs: Logs) -> Outcome:
             out = Outcome()
             _phase(out, "subnet created", wire, logs, created)
-            _phase(out, "pool grown", wire, logs, lambda: (grown(one, subnet, "10.0.0.24"), send(one)))
+            _phase(
+                out, "pool grown", wire, logs, lambda: (grown(one, subnet, "10.0.0.24"), send(one))
+            )
             subnet["allocation_pools"][0]["end"] = "10.0.0.24"
             _phase(out, "two servers grow it at once", wire, logs, race)
             out.requests["two servers grow it at once"] += len(other_wire.sent)
@@ -289,7 +302,7 @@ def segments_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
         return _with_logs(body)
 
 
-# -- the QoS plugin ----------------------------------------------------------------------------------
+# -- the QoS plugin ---------------------------------------------------------------------------
 VM = fixed("instance-1")
 PORT = fixed("port-1")
 DEVICE = fixed("device-rp")

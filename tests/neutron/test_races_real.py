@@ -17,7 +17,9 @@ configure()
 
 @pytest.fixture(scope="module")
 def qos() -> dict[str, scenarios.Outcome]:
-    return {kind: run_one("QoS allocation change", kind) for kind in ("neutron-lib", "reportclient")}
+    return {
+        kind: run_one("QoS allocation change", kind) for kind in ("neutron-lib", "reportclient")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +30,9 @@ def segments() -> dict[str, scenarios.Outcome]:
 RACED = "2000 -> 3000 through 10 nova writes"
 
 
-def test_qos_change_converges_through_ten_nova_writes_keeping_novas(qos: dict[str, scenarios.Outcome]) -> None:
+def test_qos_change_converges_through_ten_nova_writes_keeping_novas(
+    qos: dict[str, scenarios.Outcome],
+) -> None:
     ours = qos["reportclient"]
     held = ours.state["allocations"][scenarios.VM]
     assert ours.conclusions[RACED]["raised"] is None

@@ -88,10 +88,18 @@ class Admin:
         return resp.json() if resp.content else None
 
     def provider(self, name: str, rp: str, parent: str | None = None, **inventory: int) -> str:
-        self.call("POST", "/resource_providers", {"name": name, "uuid": rp, "parent_provider_uuid": parent})
+        self.call(
+            "POST",
+            "/resource_providers",
+            {"name": name, "uuid": rp, "parent_provider_uuid": parent},
+        )
         if inventory:
             inv = {rc: {"total": n} for rc, n in inventory.items()}
-            self.call("PUT", f"/resource_providers/{rp}/inventories", {"inventories": inv, "resource_provider_generation": 0})
+            self.call(
+                "PUT",
+                f"/resource_providers/{rp}/inventories",
+                {"inventories": inv, "resource_provider_generation": 0},
+            )
         return rp
 
     def allocations(self, consumer: str) -> dict[str, Any]:
@@ -140,7 +148,9 @@ class Admin:
                 held.pop("generation", None)
         out["custom traits"] = self.call("GET", "/traits?name=startswith:CUSTOM_")["traits"]
         classes = self.call("GET", "/resource_classes")["resource_classes"]
-        out["custom classes"] = sorted(c["name"] for c in classes if c["name"].startswith("CUSTOM_"))
+        out["custom classes"] = sorted(
+            c["name"] for c in classes if c["name"].startswith("CUSTOM_")
+        )
         return out
 
 
