@@ -10,7 +10,8 @@ the run unless it is a race neutron-lib loses and the drop-in wins with
 both writers' changes kept (:data:`IMPROVEMENTS`, each checked); the
 drop-in may not send more requests than neutron-lib over a scenario both
 finish alike (its phases are printed; the report plugin's first sync pays
-once for proving the compute node's tree), and its steady re-sync costs at most a quarter of neutron-lib's.
+once for proving the compute node's tree), and its steady re-sync costs
+at most a quarter of neutron-lib's.
 """
 
 from __future__ import annotations
