@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reportclient._gateway import routes
 from reportclient._model.consumers import ConsumerAllocations
 from reportclient.errors import InvalidInput, PlacementError
 from reportclient.neutron._common import CONSUMER_GENERATIONS, Base, text
@@ -66,7 +67,7 @@ class AllocationCalls(Base):
     def list_allocations(self, consumer_uuid: Any) -> Any:
         """``GET /allocations/{consumer}``: the body at neutron's version."""
         consumer = text(consumer_uuid, "consumer_uuid")
-        return self._raw("GET", f"/allocations/{consumer}", what="list_allocations").body
+        return self._raw("GET", routes.consumer(consumer), what="list_allocations").body
 
     def update_allocation(self, consumer_uuid: Any, allocations: Mapping[str, Any]) -> None:
         """``PUT /allocations/{consumer}`` with neutron's body, sent once (its compare-and-swap).
@@ -74,7 +75,7 @@ class AllocationCalls(Base):
         Not under neutron-lib's decorator: any 4xx is keystoneauth's exception.
         """
         consumer = text(consumer_uuid, "consumer_uuid")
-        self._raw("PUT", f"/allocations/{consumer}", allocations, what="update_allocation")
+        self._raw("PUT", routes.consumer(consumer), allocations, what="update_allocation")
 
     def update_qos_allocation(
         self, consumer_uuid: Any, alloc_diff: Mapping[Any, Mapping[str, int]]

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from reportclient._adapters.keystoneauth import response_of
+from reportclient._gateway import routes
 from reportclient._model.providers import ProviderTraits
 from reportclient._model.validation import validate_names
 from reportclient.errors import PlacementError
@@ -35,14 +36,14 @@ class CatalogCalls(Base):
     # -- traits ---------------------------------------------------------------------
     def list_traits(self) -> Any:
         """``GET /traits``: ``{"traits": [...]}``."""
-        return self._raw("GET", "/traits", what="list_traits").body
+        return self._raw("GET", routes.traits(), what="list_traits").body
 
     def get_trait(self, name: str) -> Any:
         """``GET /traits/{name}``: the ``requests.Response`` (neutron-lib's).
 
         :raises PlacementTraitNotFound: no such trait.
         """
-        url = f"/traits/{name}"
+        url = routes.trait(name)
         return self._response(self._raw("GET", url, what="get_trait", trait=name), url)
 
     def update_trait(self, name: str) -> Any:
@@ -51,7 +52,7 @@ class CatalogCalls(Base):
         From 1.28, a trait a provider the view proved holds is there: 204
         without a request (module docstring).
         """
-        url = f"/traits/{name}"
+        url = routes.trait(name)
         if self._engine and self._held_trait(name):
             return response_of(204, None, {}, None, url)
         return self._response(self._raw("PUT", url, what="update_trait", trait=name), url)
@@ -73,7 +74,7 @@ class CatalogCalls(Base):
 
         :raises PlacementTraitNotFound: no such trait.
         """
-        self._raw("DELETE", f"/traits/{name}", what="delete_trait", trait=name)
+        self._raw("DELETE", routes.trait(name), what="delete_trait", trait=name)
 
     def update_resource_provider_traits(
         self,
@@ -98,7 +99,7 @@ class CatalogCalls(Base):
         if not self._engine or resource_provider_generation is not None:
             body = {"resource_provider_generation": resource_provider_generation, "traits": names}
             return self._put_field(
-                f"/resource_providers/{uuid}/traits",
+                routes.provider_field(uuid, "traits"),
                 body,
                 uuid,
                 resource_provider_generation,
@@ -121,7 +122,7 @@ class CatalogCalls(Base):
         uuid = text(resource_provider_uuid)
         return self._raw(
             "GET",
-            f"/resource_providers/{uuid}/traits",
+            routes.provider_field(uuid, "traits"),
             what="list_resource_provider_traits",
             resource_provider=uuid,
         ).body
@@ -134,7 +135,7 @@ class CatalogCalls(Base):
         uuid = text(resource_provider_uuid)
         self._raw(
             "DELETE",
-            f"/resource_providers/{uuid}/traits",
+            routes.provider_field(uuid, "traits"),
             what="delete_resource_provider_traits",
             resource_provider=uuid,
         )
@@ -142,7 +143,7 @@ class CatalogCalls(Base):
     # -- resource classes -------------------------------------------------------------
     def list_resource_classes(self) -> Any:
         """``GET /resource_classes``."""
-        return self._raw("GET", "/resource_classes", what="list_resource_classes").body
+        return self._raw("GET", routes.resource_classes(), what="list_resource_classes").body
 
     def get_resource_class(self, name: str) -> Any:
         """``GET /resource_classes/{name}``.
@@ -150,16 +151,16 @@ class CatalogCalls(Base):
         :raises PlacementResourceClassNotFound: no such class.
         """
         return self._raw(
-            "GET", f"/resource_classes/{name}", what="get_resource_class", resource_class=name
+            "GET", routes.resource_class(name), what="get_resource_class", resource_class=name
         ).body
 
     def create_resource_class(self, name: str) -> None:
         """``POST /resource_classes`` (a 409 for one that exists, as neutron-lib's)."""
-        self._raw("POST", "/resource_classes", {"name": name}, what="create_resource_class")
+        self._raw("POST", routes.resource_classes(), {"name": name}, what="create_resource_class")
 
     def update_resource_class(self, name: str) -> None:
         """``PUT /resource_classes/{name}``: create or confirm a custom class."""
-        self._raw("PUT", f"/resource_classes/{name}", what="update_resource_class")
+        self._raw("PUT", routes.resource_class(name), what="update_resource_class")
 
     def delete_resource_class(self, name: str) -> None:
         """``DELETE /resource_classes/{name}``.
@@ -167,5 +168,5 @@ class CatalogCalls(Base):
         :raises PlacementResourceClassNotFound: no such class.
         """
         self._raw(
-            "DELETE", f"/resource_classes/{name}", what="delete_resource_class", resource_class=name
+            "DELETE", routes.resource_class(name), what="delete_resource_class", resource_class=name
         )

@@ -11,6 +11,7 @@ from typing import Any
 from reportclient._adapters.keystoneauth import host_module
 from reportclient._clients.placement import PlacementClient
 from reportclient._engine.tree_views import TreeViews
+from reportclient._gateway import routes
 from reportclient._model.microversions import Microversion
 from reportclient._model.providers import Inventory
 from reportclient.errors import InvalidInput
@@ -97,7 +98,7 @@ def neutron_exceptions() -> Any:
 
 def _links(uuid: str, version: Microversion) -> list[dict[str, str]]:
     """The ``links`` Placement gives a provider document at ``version`` (no mount prefix)."""
-    url = f"/resource_providers/{uuid}"
+    url = routes.provider(uuid)
     rels = ["inventories", "usages"]
     rels += ["aggregates"] if version >= (1, 1) else []
     rels += ["traits"] if version >= (1, 6) else []

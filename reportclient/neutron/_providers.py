@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib import parse
 
+from reportclient._gateway import routes
 from reportclient._model.providers import ProviderInventories, inventories_of
 from reportclient._model.tree_view import ProviderView, TreeView
 from reportclient.errors import (
@@ -77,7 +77,7 @@ class ProviderCalls(Base):
     def create_resource_provider(self, resource_provider: Mapping[str, Any]) -> Any:
         """``POST /resource_providers``: the provider (None below 1.20, as neutron-lib)."""
         answered = self._raw(
-            "POST", "/resource_providers", resource_provider, what="create_resource_provider"
+            "POST", routes.providers(), resource_provider, what="create_resource_provider"
         )
         return answered.body if self._version >= PROVIDER_BODY else None
 
@@ -91,7 +91,7 @@ class ProviderCalls(Base):
         """
         uuid = text(resource_provider["uuid"])
         body = {k: v for k, v in resource_provider.items() if k != "uuid"}
-        url = f"/resource_providers/{uuid}"
+        url = routes.provider(uuid)
         answered = self._raw(
             "PUT", url, body, what=_what, resource_provider=uuid, name=body.get("name")
         )
@@ -143,7 +143,7 @@ class ProviderCalls(Base):
     def delete_resource_provider(self, resource_provider_uuid: Any) -> None:
         """``DELETE /resource_providers/{uuid}``; the view forgets it and what hung from it."""
         uuid = text(resource_provider_uuid)
-        self._raw("DELETE", f"/resource_providers/{uuid}", what="delete_resource_provider")
+        self._raw("DELETE", routes.provider(uuid), what="delete_resource_provider")
         if self._engine:
             self._views.invalidate(uuid)
 
@@ -155,7 +155,7 @@ class ProviderCalls(Base):
         uuid = text(resource_provider_uuid)
         return self._raw(
             "GET",
-            f"/resource_providers/{uuid}",
+            routes.provider(uuid),
             what="get_resource_provider",
             resource_provider=uuid,
         ).body
@@ -185,7 +185,7 @@ class ProviderCalls(Base):
             filters["in_tree"] = text(in_tree, "in_tree")
         if uuid:
             filters["uuid"] = text(uuid)
-        url = f"/resource_providers?{parse.urlencode(filters)}"
+        url = routes.providers(filters)
         return self._raw("GET", url, what="list_resource_providers").body
 
     def _needs(self, needed: tuple[int, int]) -> None:
@@ -217,7 +217,7 @@ class ProviderCalls(Base):
         uuid = text(resource_provider_uuid)
         what, url = (
             "update_resource_provider_inventories",
-            f"/resource_providers/{uuid}/inventories",
+            routes.provider_field(uuid, "inventories"),
         )
         context = {"resource_provider": uuid, "generation": resource_provider_generation}
         if not self._engine or resource_provider_generation is not None:
@@ -236,7 +236,7 @@ class ProviderCalls(Base):
         uuid = text(resource_provider_uuid)
         self._raw(
             "DELETE",
-            f"/resource_providers/{uuid}/inventories",
+            routes.provider_field(uuid, "inventories"),
             what="delete_resource_provider_inventories",
             resource_provider=uuid,
         )
@@ -248,7 +248,7 @@ class ProviderCalls(Base):
         uuid = text(resource_provider_uuid)
         self._raw(
             "DELETE",
-            f"/resource_providers/{uuid}/inventories/{resource_class}",
+            routes.provider_field(uuid, f"inventories/{resource_class}"),
             what="delete_resource_provider_inventory",
             resource_provider=uuid,
             resource_class=resource_class,
@@ -263,7 +263,7 @@ class ProviderCalls(Base):
         uuid = text(resource_provider_uuid)
         return self._raw(
             "GET",
-            f"/resource_providers/{uuid}/inventories/{resource_class}",
+            routes.provider_field(uuid, f"inventories/{resource_class}"),
             what="get_inventory",
             resource_provider=uuid,
             resource_class=resource_class,
@@ -291,7 +291,7 @@ class ProviderCalls(Base):
         """
         uuid = text(resource_provider_uuid)
         what = "update_resource_provider_inventory"
-        url = f"/resource_providers/{uuid}/inventories/{resource_class}"
+        url = routes.provider_field(uuid, f"inventories/{resource_class}")
         record = {k: v for k, v in inventory.items() if k != "resource_provider_generation"}
         carried = inventory.get("resource_provider_generation")
         generation = resource_provider_generation
@@ -321,7 +321,7 @@ class ProviderCalls(Base):
         uuid = text(resource_provider_uuid)
         return self._raw(
             "PUT",
-            f"/resource_providers/{uuid}/aggregates",
+            routes.provider_field(uuid, "aggregates"),
             aggregates,
             what="associate_aggregates",
             resource_provider=uuid,
@@ -335,7 +335,7 @@ class ProviderCalls(Base):
         uuid = text(resource_provider_uuid)
         return self._raw(
             "GET",
-            f"/resource_providers/{uuid}/aggregates",
+            routes.provider_field(uuid, "aggregates"),
             what="list_aggregates",
             resource_provider=uuid,
         ).body
