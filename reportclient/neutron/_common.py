@@ -149,7 +149,8 @@ class Base:
     """The attributes the parts of the adapter share (set by the class in ``__init__``)."""
 
     _version: Microversion
-    _header: str
+    #: ``_version`` as the wire spells it (``"1.1"``), sent with every request.
+    _spelled: str
 
     @property
     def placement(self) -> PlacementClient:

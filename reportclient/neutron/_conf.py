@@ -48,9 +48,9 @@ def client_from_neutron_conf(conf: Any, version: Microversion) -> PlacementClien
 
     auth = loading.load_auth_from_conf_options(conf, GROUP)
     session = loading.load_session_from_conf_options(conf, GROUP, auth=auth)
-    return PlacementClient.from_session(
-        session,
-        region_name=getattr(group, "region_name", None),
-        interface=getattr(group, "endpoint_type", None),
-        microversion=_pin(version),
-    )
+    where: dict[str, Any] = {}
+    if getattr(group, "region_name", None):
+        where["region_name"] = group.region_name
+    if getattr(group, "endpoint_type", None):
+        where["interface"] = group.endpoint_type
+    return PlacementClient.from_session(session, microversion=_pin(version), **where)

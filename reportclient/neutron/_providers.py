@@ -221,8 +221,10 @@ class ProviderCalls(Base):
         )
         context = {"resource_provider": uuid, "generation": resource_provider_generation}
         if not self._engine or resource_provider_generation is not None:
-            body = {"resource_provider_generation": resource_provider_generation}
-            body["inventories"] = inventories
+            body: dict[str, Any] = {
+                "resource_provider_generation": resource_provider_generation,
+                "inventories": inventories,
+            }
             return self._put_field(url, body, uuid, resource_provider_generation, what)
         try:
             wanted = inventories_of(inventories, "inventories")
