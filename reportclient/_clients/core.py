@@ -73,6 +73,11 @@ class ClientSettings(TypedDict, total=False):
         spends none: only the policy and the request bound
         (:data:`~reportclient.MAX_REQUESTS`) limit retries
         (doc/source/retry.rst).
+    :param exact_microversion: True sends every request at the client's
+        microversion (pinned or negotiated). By default a consumer's read
+        or write that sets no type goes at 1.28, which costs Placement less
+        (``LEAN_VERSION``); a drop-in whose caller named its version
+        (``reportclient.neutron``) sends that one.
     """
 
     retry: tenacity.Retrying | None
@@ -85,6 +90,7 @@ class ClientSettings(TypedDict, total=False):
     default_consumer_type: str
     reconcile_max_staleness: float | None
     retry_budget: RetryBudget | None
+    exact_microversion: bool
 
 
 class SessionOptions(ClientSettings, total=False):
@@ -190,6 +196,7 @@ class Core:
             timeout=settings.get("timeout", DEFAULT_TIMEOUT),
             reads=policy,
             budget=budget,
+            exact=settings.get("exact_microversion", False),
         )
         # Every request goes through the gateway, the only writer of both caches.
         try:
