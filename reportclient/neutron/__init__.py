@@ -26,6 +26,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import tenacity
+from keystoneauth1 import session as ks_session
+
 from reportclient._adapters.keystoneauth import response_of
 from reportclient._clients.placement import PlacementClient
 from reportclient._engine.tree_views import TreeViews
@@ -65,12 +68,20 @@ class PlacementAPIClient(ProviderCalls, CatalogCalls, AllocationCalls):
     :param openstack_api_version: ``'placement X.Y'``: every request goes at
         that version with that version's shapes (the segments plugin's 1.1
         included); the library's own writes only where it is 1.28 or more.
-    :param client: a :class:`~reportclient.PlacementClient` to use instead of
-        building one from ``conf`` (tests, or a service sharing one client).
+    :param session: a keystoneauth Session to send through instead of the
+        one ``[placement]``'s auth and session options make (neutron-lib's
+        ``_client``); the client is still built here, pinned to the version.
+    :param retry: the retry policy of the client built here (default
+        :func:`~reportclient.default_retry`); tests pass one that records
+        its sleeps instead of sleeping.
+    :param client: a :class:`~reportclient.PlacementClient` to use as it is
+        instead (a service sharing one client): it sends at its own
+        microversion settings, so build it with ``exact_microversion=True``
+        and neutron's version for neutron's versions on the wire.
     :param refresh: seconds the provider view trusts what it proved
         (:meth:`reportclient.ProviderClient.views`); 0: once proven, never again.
-    :raises InvalidInput: a version that does not read ``placement X.Y``, or a
-        negative ``refresh``.
+    :raises InvalidInput: a version that does not read ``placement X.Y``, a
+        negative ``refresh``, or a ``session`` or ``retry`` with a ``client``.
     """
 
     def __init__(
@@ -78,6 +89,8 @@ class PlacementAPIClient(ProviderCalls, CatalogCalls, AllocationCalls):
         conf: Any,
         openstack_api_version: str = PLACEMENT_API_LATEST_SUPPORTED,
         *,
+        session: ks_session.Session | None = None,
+        retry: tenacity.Retrying | None = None,
         client: PlacementClient | None = None,
         refresh: float = REFRESH,
     ) -> None:
@@ -89,7 +102,10 @@ class PlacementAPIClient(ProviderCalls, CatalogCalls, AllocationCalls):
         self._conf = conf
         self._refresh = float(refresh)
         self._lock = threading.Lock()
-        self._given = client
+        if client is not None and (session is not None or retry is not None):
+            raise InvalidInput("a client is used as it is: no session or retry with it")
+        self._session = session
+        self._retry = retry
         self._client: PlacementClient | None = client
         self._view: TreeViews | None = None
 
@@ -99,7 +115,9 @@ class PlacementAPIClient(ProviderCalls, CatalogCalls, AllocationCalls):
         if self._client is None:
             with self._lock:
                 if self._client is None:
-                    self._client = client_from_neutron_conf(self._conf, self._version)
+                    self._client = client_from_neutron_conf(
+                        self._conf, self._version, self._session, self._retry
+                    )
         return self._client
 
     @property
