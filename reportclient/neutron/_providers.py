@@ -22,7 +22,6 @@ from reportclient._gateway import routes
 from reportclient._model.providers import ProviderInventories, inventories_of
 from reportclient._model.tree_view import ProviderView, TreeView
 from reportclient.errors import (
-    DuplicateName,
     GenerationConflict,
     InvalidInput,
     PlacementError,
@@ -104,10 +103,19 @@ class ProviderCalls(Base):
         """Create the provider, or bring its name and parent to ``resource_provider``.
 
         From 1.28 the view answers without a request while it proved the
-        provider within its window with that name and parent (neutron-lib
-        sends a ``PUT`` every time); otherwise one listing proves its tree
-        and a missing provider is created, a renamed or moved one updated
-        with neutron-lib's own ``PUT``.
+        provider itself within its window with that name and parent
+        (neutron-lib sends a ``PUT`` every time); otherwise one listing
+        proves its tree and a missing provider is created, a renamed or
+        moved one updated with neutron-lib's own ``PUT``.
+
+        Only the provider's own proof is asked for, not its tree's: the
+        call is about that provider's name and parent, which this client
+        proved (listed, or created) within the window. Asking the view to
+        ensure the provider again would prove its whole tree again whenever
+        another member (the compute node, listed but never proven by this
+        client) is not fresh, which is what the report plugin's second
+        ensure of the agent's provider in one sync cost: a listing and six
+        field reads, on top of neutron-lib's requests.
         """
         if not self._engine:
             try:
@@ -123,12 +131,14 @@ class ProviderCalls(Base):
         parent = resource_provider.get("parent_provider_uuid")
         parent = None if parent is None else text(parent, "parent_provider_uuid")
         try:
-            view = self._views.ensure(uuid, name=name, parent=parent)
-        except (DuplicateName, InvalidInput) as exc:
-            answer("ensure_resource_provider", exc, resource_provider=uuid, name=name)
+            # current() reads only what the gateway forgot since it proved it.
+            view = self._views.current() if uuid in self._fresh() else None
+            held = None if view is None else view.get(uuid)
+            if view is None or held is None:
+                view = self._views.ensure(uuid, name=name, parent=parent)
+                held = view.get(uuid)
         except PlacementError as exc:
             answer("ensure_resource_provider", exc, resource_provider=uuid, name=name)
-        held = view.get(uuid)
         moved = "parent_provider_uuid" in resource_provider and (
             held is None or held.parent != parent
         )
