@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
+import tenacity
+
 from tests.neutron.world import Admin, Collect, Logs, Wire, client, fixed
+
+#: The drop-in's retry policy: None is the production default.
+Retry = tenacity.Retrying | None
 
 HOST = "host1"
 CN = fixed("compute-node-host1")
@@ -28,12 +33,15 @@ class Outcome:
     """One scenario on one client."""
 
     requests: dict[str, int] = field(default_factory=dict)
+    #: The ``OpenStack-API-Version`` values each phase's requests went out with.
+    versions: dict[str, set[str]] = field(default_factory=dict)
     conclusions: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
 
 
 def _phase(out: Outcome, name: str, wire: Wire, logs: Logs, run: Callable[[], Any]) -> None:
     wire.sent.clear()
+    wire.versions.clear()
     logs.lines.clear()
     try:
         result = run()
@@ -41,6 +49,7 @@ def _phase(out: Outcome, name: str, wire: Wire, logs: Logs, run: Callable[[], An
     except Exception as exc:  # what neutron lets out is a conclusion
         result, raised = None, type(exc).__name__
     out.requests[name] = len(wire.sent)
+    out.versions[name] = set(wire.versions)
     out.conclusions[name] = {"raised": raised, "logs": list(logs.lines), "result": result}
 
 
@@ -102,7 +111,7 @@ class _AgentDb(dict):  # type: ignore[type-arg]
         super().update(*args, **kwargs)
 
 
-def report_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
+def report_plugin(kind: str, admin: Admin, wire: Wire, retry: Retry = None) -> Outcome:
     """The report plugin's sync of an OVS agent: first, unchanged again, one bandwidth changed."""
     from neutron.plugins.ml2.drivers.openvswitch.mech_driver import mech_openvswitch
     from neutron.services.placement_report import plugin as report
@@ -115,7 +124,7 @@ def report_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
     core._get_agent_by_type_and_host.return_value = agent_db
     plugin = report.PlacementReportPlugin.__new__(report.PlacementReportPlugin)
     plugin._core_plugin = core
-    plugin._placement_client = client(kind, wire)
+    plugin._placement_client = client(kind, wire, retry=retry)
     plugin._agents = report.PlacementReporterAgents(core)
     plugin._batch_notifier = batch = Collect()
 
@@ -138,7 +147,7 @@ def report_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
 
 
 # -- the OVN extension's device removal ---------------------------------------------------------
-def ovn_removal(kind: str, admin: Admin, wire: Wire) -> Outcome:
+def ovn_removal(kind: str, admin: Admin, wire: Wire, retry: Retry = None) -> Outcome:
     """The OVN extension's batch for a chassis: two bridges, then one removed (rp_deleted)."""
     from neutron.agent.common import placement_report
     from neutron.common.ovn import constants as ovn_const
@@ -147,7 +156,7 @@ def ovn_removal(kind: str, admin: Admin, wire: Wire) -> Outcome:
     )
 
     admin.provider(HOST, CN, VCPU=8)
-    placement = client(kind, wire)
+    placement = client(kind, wire, retry=retry)
     hypervisors = {d: {"name": HOST, "uuid": CN} for d in ("br-eth0", "br-eth1")}
     defaults = {"allocation_ratio": 1.0, "min_unit": 1, "step_size": 1, "reserved": 0}
 
@@ -234,17 +243,17 @@ def _subnet(start: str, end: str) -> dict[str, Any]:
     }
 
 
-def _notifier(kind: str, wire: Wire, nova: _Nova) -> Any:
+def _notifier(kind: str, wire: Wire, nova: _Nova, retry: Retry) -> Any:
     from neutron.services.segments import plugin as segments
 
     notifier = segments.NovaSegmentNotifier.__new__(segments.NovaSegmentNotifier)
-    notifier.p_client = client(kind, wire, "placement 1.1")
+    notifier.p_client = client(kind, wire, "placement 1.1", retry)
     notifier.n_client = nova
     notifier.batch_notifier = Collect()
     return notifier
 
 
-def segments_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
+def segments_plugin(kind: str, admin: Admin, wire: Wire, retry: Retry = None) -> Outcome:
     """Subnet callbacks of two neutron servers on one routed segment, at microversion 1.1.
 
     A subnet is created (the segment's provider, aggregate and IPV4_ADDRESS
@@ -255,9 +264,9 @@ def segments_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
     from neutron_lib.callbacks import events, resources
 
     nova = _Nova()
-    one = _notifier(kind, wire, nova)
+    one = _notifier(kind, wire, nova, retry)
     other_wire = Wire(wire.url)
-    two = _notifier(kind, other_wire, nova)
+    two = _notifier(kind, other_wire, nova, retry)
     subnet = _subnet("10.0.0.10", "10.0.0.19")
 
     def send(notifier: Any) -> None:
@@ -297,6 +306,7 @@ def segments_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
             subnet["allocation_pools"][0]["end"] = "10.0.0.24"
             _phase(out, "two servers grow it at once", wire, logs, race)
             out.requests["two servers grow it at once"] += len(other_wire.sent)
+            out.versions["two servers grow it at once"] |= set(other_wire.versions)
             return out
 
         return _with_logs(body)
@@ -308,7 +318,7 @@ PORT = fixed("port-1")
 DEVICE = fixed("device-rp")
 
 
-def qos_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
+def qos_plugin(kind: str, admin: Admin, wire: Wire, retry: Retry = None) -> Outcome:
     """The QoS plugin's allocation change of a bound port: alone, raced by nova, on a deleted VM."""
     from neutron.objects.qos import rule as rule_object
     from neutron.services.qos import qos_plugin as qos
@@ -317,7 +327,7 @@ def qos_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
     admin.provider(HOST, CN, VCPU=64)
     admin.provider(f"{HOST}:agent:br-eth0", DEVICE, CN, NET_BW_EGR_KILOBIT_PER_SEC=100000)
     plugin = qos.QoSPlugin.__new__(qos.QoSPlugin)
-    plugin._placement_client = client(kind, wire)
+    plugin._placement_client = client(kind, wire, retry=retry)
 
     def rule(kbps: int) -> Any:
         return rule_object.QosMinimumBandwidthRule(
@@ -379,7 +389,7 @@ def qos_plugin(kind: str, admin: Admin, wire: Wire) -> Outcome:
     return _with_logs(body)
 
 
-SCENARIOS: dict[str, Callable[[str, Admin, Wire], Outcome]] = {
+SCENARIOS: dict[str, Callable[[str, Admin, Wire, Retry], Outcome]] = {
     "report plugin sync": report_plugin,
     "OVN device removal": ovn_removal,
     "segments at 1.1": segments_plugin,

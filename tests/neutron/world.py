@@ -19,12 +19,13 @@ from collections.abc import Callable
 from typing import Any
 
 import requests
+import tenacity
+from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from oslo_config import cfg
 
 import reportclient.neutron
-from reportclient import PlacementClient
 from reportclient.testing import EmbeddedPlacement
 
 ADMIN = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
@@ -33,19 +34,35 @@ KINDS = ("neutron-lib", "reportclient")
 
 
 class Wire(ks_session.Session):  # type: ignore[misc]
-    """A keystoneauth Session that counts requests and runs queued actions before writes."""
+    """A keystoneauth Session that counts requests and runs queued actions before writes.
+
+    ``versions`` holds the ``OpenStack-API-Version`` each request went out
+    with, read off the request keystoneauth prepared (neutron-lib puts the
+    header itself, the library's transport asks keystoneauth for it).
+    """
 
     def __init__(self, url: str) -> None:
         super().__init__(auth=token_endpoint.Token(url, "admin"))
         self.url = url
         self.sent: list[str] = []
+        self.versions: list[str] = []
         self.before_write: list[Callable[[str, str], None]] = []
 
     def request(self, url: str, method: str, **kwargs: Any) -> Any:
         if method.upper() in ("PUT", "POST", "DELETE") and self.before_write:
             self.before_write.pop(0)(method.upper(), url)
         self.sent.append(f"{method.upper()} {url.replace(self.url, '')}")
-        return super().request(url, method, **kwargs)
+        try:
+            resp = super().request(url, method, **kwargs)
+        except ks_exc.HttpError as exc:
+            self._version_of(exc.response)
+            raise
+        self._version_of(resp)
+        return resp
+
+    def _version_of(self, resp: Any) -> None:
+        headers = resp.request.headers if resp is not None and resp.request is not None else {}
+        self.versions.append(headers.get("OpenStack-API-Version", "none"))
 
 
 def configure() -> None:
@@ -60,19 +77,25 @@ def configure() -> None:
     cfg.CONF([], project="neutron")
 
 
-def client(kind: str, wire: Wire, version: str = "placement 1.37") -> Any:
-    """neutron-lib's class or the drop-in, over ``wire``, as neutron constructs it."""
+def client(
+    kind: str,
+    wire: Wire,
+    version: str = "placement 1.37",
+    retry: tenacity.Retrying | None = None,
+) -> Any:
+    """neutron-lib's class or the drop-in, over ``wire``, as neutron constructs it.
+
+    Both send through ``wire`` in place of the Session ``[placement]``
+    would make. ``retry`` is the drop-in's policy (None: the production
+    default, what the comparison runs); tests pass one that never sleeps.
+    """
     if kind == "neutron-lib":
         from neutron_lib.placement import client as nl_client
 
         made = nl_client.PlacementAPIClient(cfg.CONF, openstack_api_version=version)
         made._client = wire  # neutron-lib's session, built from [placement] on first use
         return made
-    pinned = max(float(version.split()[1]), 1.28)
-    library = PlacementClient.from_session(
-        wire, endpoint_override=wire.url, microversion=f"{pinned:.2f}".rstrip("0")
-    )
-    return reportclient.neutron.PlacementAPIClient(cfg.CONF, version, client=library)
+    return reportclient.neutron.PlacementAPIClient(cfg.CONF, version, session=wire, retry=retry)
 
 
 class Admin:
