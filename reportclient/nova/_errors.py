@@ -55,7 +55,6 @@ __all__ = [
     "Situation",
     "answer",
     "fail",
-    "keystoneauth_error",
     "nova_exceptions",
     "row_for",
     "situation",
