@@ -104,6 +104,7 @@ class CatalogCalls(Base):
                 uuid,
                 resource_provider_generation,
                 what,
+                trait=names,
             )
         try:
             written = self._write_field(ProviderTraits, uuid, validate_names(names, "trait"), what)

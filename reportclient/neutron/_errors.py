@@ -36,6 +36,7 @@ from reportclient.errors import (
 from reportclient.neutron._common import neutron_exceptions
 
 __all__ = [
+    "CONCURRENT_UPDATE",
     "TABLE",
     "WRAPPED",
     "WRAPPED_READS",
@@ -43,6 +44,7 @@ __all__ = [
     "answer",
     "client_error_text",
     "fail",
+    "is_generation_conflict",
     "table_rst",
 ]
 
@@ -56,7 +58,9 @@ class Rule:
     :param detail: words the answer's detail must hold (neutron-lib's ``in e.details``).
     :param method: the HTTP method of the failed request (neutron-lib's step).
     :param kind: the library error type that stands for neutron-lib's own
-        verdict (a consumer gone, conflicts that outlasted the retries).
+        verdict (a consumer gone, a consumer changed under the write).
+    :param conflict: only a generation conflict (:func:`is_generation_conflict`):
+        neutron-lib's ``placement.concurrent_update`` test.
     :param args: the exception's keywords, taken from the call's context.
     """
 
@@ -65,10 +69,13 @@ class Rule:
     detail: str | None = None
     method: str | None = None
     kind: type[PlacementError] | None = None
+    conflict: bool = False
     args: tuple[str, ...] = ()
 
     def matches(self, exc: PlacementError) -> bool:
         if self.kind is not None and not isinstance(exc, self.kind):
+            return False
+        if self.conflict and not is_generation_conflict(exc):
             return False
         if self.status is not None and exc.status != self.status:
             return False
@@ -82,8 +89,33 @@ class Rule:
             f'"{self.detail}"' if self.detail else "",
             self.method or "",
             self.kind.__name__ if self.kind is not None else "",
+            "generation conflict" if self.conflict else "",
         ]
         return f"{' '.join(w for w in when if w)} -> ``{self.raises}``"
+
+
+#: Placement's code for a generation conflict (from microversion 1.23).
+CONCURRENT_UPDATE = "placement.concurrent_update"
+
+
+def is_generation_conflict(exc: PlacementError) -> bool:
+    """A 409 neutron-lib reads as a generation conflict, or the library's verdict of one.
+
+    neutron-lib retries, then gives up with its generation-conflict type,
+    on a 409 whose ``code`` is ``placement.concurrent_update``. The library
+    ends the same retries with :class:`GenerationConflict`, or with
+    :class:`PlacementOverloaded` carrying that 409 when its retry budget
+    refused one more try: both are conflicts that outlasted the retries.
+    Before 1.23 Placement sends no ``code`` (neutron-lib's ``KeyError``):
+    the conflict is told by its words.
+    """
+    if isinstance(exc, GenerationConflict):
+        return True
+    if exc.status != 409:
+        return False
+    if exc.code is None:
+        return "generation conflict" in (exc.detail or exc.message)
+    return exc.code == CONCURRENT_UPDATE
 
 
 _RP = ("resource_provider",)
@@ -92,7 +124,7 @@ _RP_404 = Rule("PlacementResourceProviderNotFound", 404, args=_RP)
 _RP_CONFLICT = Rule(
     "PlacementResourceProviderGenerationConflict",
     409,
-    kind=GenerationConflict,
+    conflict=True,
     args=("resource_provider", "generation"),
 )
 
@@ -128,8 +160,11 @@ TABLE: dict[str, tuple[Rule, ...]] = {
         ),
     ),
     "update_resource_provider_inventory": (
-        # Without a caller's generation neutron-lib reads the provider first.
+        # Without a caller's generation neutron-lib reads the provider first;
+        # at the generation the record carries the adapter reads nothing, and
+        # the write's 404 naming the provider is the same fact.
         Rule(_RP_404.raises, 404, method="GET", args=_RP),
+        Rule(_RP_404.raises, 404, _NO_RP, method="PUT", args=_RP),
         Rule("PlacementResourceNotFound", 404, args=("url",)),
         _RP_CONFLICT,
     ),
@@ -138,7 +173,9 @@ TABLE: dict[str, tuple[Rule, ...]] = {
     "delete_trait": (Rule("PlacementTraitNotFound", 404, args=("trait",)),),
     "update_resource_provider_traits": (
         _RP_404,
-        Rule("PlacementTraitNotFound", 400, args=("trait",)),
+        # The provider's generation is read by a decorated call: its 400 is
+        # PlacementClientError before this method's ``except BadRequest``.
+        Rule("PlacementTraitNotFound", 400, method="PUT", args=("trait",)),
         _RP_CONFLICT,
     ),
     "list_resource_provider_traits": (_RP_404,),
@@ -150,12 +187,7 @@ TABLE: dict[str, tuple[Rule, ...]] = {
     "update_qos_allocation": (
         Rule("PlacementAllocationRemoved", kind=ConsumerGone, args=("consumer",)),
         Rule("PlacementAllocationGenerationConflict", kind=ConsumerChanged, args=("consumer",)),
-        Rule(
-            "PlacementAllocationGenerationConflict",
-            409,
-            kind=GenerationConflict,
-            args=("consumer",),
-        ),
+        Rule("PlacementAllocationGenerationConflict", 409, conflict=True, args=("consumer",)),
     ),
 }
 

@@ -36,25 +36,13 @@ from reportclient.neutron._common import (
     provider_body,
     text,
 )
-from reportclient.neutron._errors import answer, fail
+from reportclient.neutron._errors import answer, fail, is_generation_conflict
 from reportclient.retry import NO_RETRY
 
-__all__ = ["ProviderCalls", "is_generation_conflict"]
+__all__ = ["ProviderCalls"]
 
 #: neutron-lib's tries for a write without a generation (below 1.28 here).
 _TRIES = 10
-
-
-def is_generation_conflict(exc: PlacementError) -> bool:
-    """A 409 a re-read can cure: ``placement.concurrent_update``, or before 1.23 its words.
-
-    neutron-lib reads ``errors[0]['code']``, which Placement sends from 1.23
-    only: at the segments plugin's 1.1 that read is a ``KeyError``.
-    """
-    if isinstance(exc, GenerationConflict):
-        return True
-    words = exc.detail or exc.message
-    return exc.status == 409 and exc.code is None and "generation conflict" in words
 
 
 def _root_of(view: TreeView, held: ProviderView) -> str:
@@ -316,7 +304,8 @@ class ProviderCalls(Base):
             single = inventories_of({resource_class: record}, "inventory")[resource_class]
             done = self.placement.providers.set_inventory(uuid, resource_class, single)
         except PlacementError as exc:
-            answer(what, exc, resource_provider=uuid, resource_class=resource_class)
+            # neutron-lib names its own route; the library wrote the provider's inventories.
+            answer(what, exc, resource_provider=uuid, resource_class=resource_class, url=url)
         out = inventory_body({resource_class: done.inventories[resource_class]}, done.generation)
         return {"resource_provider_generation": done.generation} | out["inventories"][
             resource_class
@@ -354,14 +343,22 @@ class ProviderCalls(Base):
 
     # -- one field, as neutron-lib writes it ----------------------------------------------
     def _put_field(
-        self, url: str, body: dict[str, Any], uuid: str, generation: int | None, what: str
+        self,
+        url: str,
+        body: dict[str, Any],
+        uuid: str,
+        generation: int | None,
+        what: str,
+        **named: Any,
     ) -> Any:
         """neutron-lib's write of a field: at the caller's generation once, else re-read and sent.
 
         Without a generation the provider's is read before each try, up to
         neutron-lib's ten; a conflict is told by :func:`is_generation_conflict`.
+
+        :param named: what else neutron-lib's exceptions for ``what`` name (``trait``).
         """
-        context: dict[str, Any] = {"resource_provider": uuid, "generation": generation}
+        context: dict[str, Any] = {"resource_provider": uuid, "generation": generation, **named}
         last: PlacementError | None = None
         for _ in range(1 if generation is not None else _TRIES):
             if generation is None:
