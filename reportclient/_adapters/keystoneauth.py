@@ -129,17 +129,22 @@ def response_of(
     return resp
 
 
-def http_error(exc: PlacementError) -> Exception:
+def http_error(exc: PlacementError, status: int | None = None) -> Exception:
     """What keystoneauth's Session (``raise_exc=True``) raises for the request ``exc`` records.
 
     An answer becomes keystoneauth's ``HttpError`` subclass for its status
     (``NotFound``, ``Conflict``...), with the rebuilt response, ``details``
     and ``request_id``, as ``keystoneauth1.exceptions.from_response`` makes
     it; a failure with no answer, :func:`keystoneauth_error`.
+
+    :param status: the status to answer with instead of ``exc``'s (an
+        adapter answering input the library refused before the wire as
+        Placement's 400).
     """
-    if exc.status is None:
+    status = exc.status if status is None else status
+    if status is None:
         return keystoneauth_error(exc)
     url = exc.url or ""
-    response = response_of(exc.status, error_body(exc), {}, exc.request_id, url)
+    response = response_of(status, error_body(exc, status), {}, exc.request_id, url)
     built: Exception = ks_exc.from_response(response, exc.method or "GET", url)
     return built

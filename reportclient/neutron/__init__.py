@@ -130,6 +130,19 @@ class PlacementAPIClient(ProviderCalls, CatalogCalls, AllocationCalls):
                     self._view = placement.providers.views(window=self._refresh)
         return self._view
 
+    def _built(self) -> PlacementClient:
+        """The client (and, from 1.28, its view), built before a call maps any error.
+
+        Building reads ``[placement]``: an error there is the deployment's
+        configuration, not an answer of Placement's, and is raised as it is
+        (:class:`~reportclient.InvalidInput`), never as the call's
+        neutron-lib or keystoneauth exception.
+        """
+        placement = self.placement
+        if self._engine:
+            _ = self._views
+        return placement
+
     def _fresh(self) -> set[str]:
         """The providers the view proved within its window, on the client's clock."""
         now, window = self.placement.clock(), self._refresh
@@ -148,8 +161,9 @@ class PlacementAPIClient(ProviderCalls, CatalogCalls, AllocationCalls):
         :returns: the answer (:class:`~reportclient.RawAnswer`).
         :raises: what neutron-lib's ``what`` raises for a failure (:mod:`._errors`).
         """
+        placement = self._built()
         try:
-            return self.placement.request(
+            return placement.request(
                 method, url, json=plain(body), microversion=self._spelled, retry=NO_RETRY
             )
         except PlacementError as exc:

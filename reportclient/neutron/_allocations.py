@@ -23,6 +23,7 @@ from typing import Any
 
 from reportclient._gateway import routes
 from reportclient._model.consumers import ConsumerAllocations
+from reportclient._model.validation import is_uuid
 from reportclient.errors import InvalidInput, PlacementError
 from reportclient.neutron._common import CONSUMER_GENERATIONS, Base, text
 from reportclient.neutron._errors import answer, fail
@@ -89,6 +90,11 @@ class AllocationCalls(Base):
         """
         consumer = text(consumer_uuid, "consumer_uuid")
         diff = {text(rp, "resource provider"): dict(d) for rp, d in alloc_diff.items()}
+        if not is_uuid(consumer):
+            # Placement reads a malformed consumer as one holding nothing, and
+            # neutron-lib says so; the library would refuse it as input.
+            gone = InvalidInput(f"no consumer can be {consumer!r}", consumer_uuid=consumer)
+            fail("PlacementAllocationRemoved", gone, consumer=consumer)
         if self._version < CONSUMER_GENERATIONS:
             self._qos_once(consumer, diff)
             return
@@ -96,8 +102,9 @@ class AllocationCalls(Base):
         def mutate(current: ConsumerAllocations) -> dict[str, dict[str, int]]:
             return apply_diff(current.allocations, diff)
 
+        placement = self._built()
         try:
-            self.placement.update_allocations(consumer, mutate)
+            placement.update_allocations(consumer, mutate)
         except NotAllocated as exc:
             fail(
                 "PlacementAllocationRpNotExists",

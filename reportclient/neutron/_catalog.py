@@ -53,7 +53,12 @@ class CatalogCalls(Base):
         without a request (module docstring).
         """
         url = routes.trait(name)
-        if self._engine and self._held_trait(name):
+        self._built()
+        try:
+            held = self._engine and self._held_trait(name)
+        except PlacementError as exc:  # the view re-read what the gateway forgot
+            answer("update_trait", exc, trait=name)
+        if held:
             return response_of(204, None, {}, None, url)
         return self._response(self._raw("PUT", url, what="update_trait", trait=name), url)
 
@@ -106,6 +111,7 @@ class CatalogCalls(Base):
                 what,
                 trait=names,
             )
+        self._built()
         try:
             written = self._write_field(ProviderTraits, uuid, validate_names(names, "trait"), what)
         except PlacementError as exc:

@@ -167,3 +167,6 @@ class Base:
 
     def _raw(self, method: str, url: str, body: Any = None, *, what: str, **context: Any) -> Any:
         raise NotImplementedError
+
+    def _built(self) -> PlacementClient:
+        raise NotImplementedError

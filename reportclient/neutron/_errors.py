@@ -22,6 +22,7 @@ doc/source/neutron_adapter.rst (:func:`table_rst`, checked by a unit test).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -31,6 +32,7 @@ from reportclient.errors import (
     ConsumerChanged,
     ConsumerGone,
     GenerationConflict,
+    InvalidInput,
     PlacementError,
 )
 from reportclient.neutron._common import neutron_exceptions
@@ -45,6 +47,7 @@ __all__ = [
     "client_error_text",
     "fail",
     "is_generation_conflict",
+    "status_of",
     "table_rst",
 ]
 
@@ -77,11 +80,12 @@ class Rule:
             return False
         if self.conflict and not is_generation_conflict(exc):
             return False
-        if self.status is not None and exc.status != self.status:
+        if self.status is not None and status_of(exc) != self.status:
             return False
         if self.detail is not None and self.detail not in (exc.detail or exc.message):
             return False
-        return self.method is None or exc.method == self.method
+        # Refused before the wire (no method): the write neutron-lib would have sent.
+        return self.method is None or exc.method in (None, self.method)
 
     def __str__(self) -> str:
         when = [
@@ -230,11 +234,21 @@ WRAPPED = frozenset(
 WRAPPED_READS = frozenset({"update_qos_allocation"})
 
 
+def status_of(exc: PlacementError) -> int | None:
+    """The answer's status; 400 for input the library refused before the wire.
+
+    neutron-lib sends what it is given and Placement refuses malformed input
+    with a 400; the library refuses it first (:class:`InvalidInput`, no
+    request made), and the adapter answers as that 400 would be answered.
+    """
+    if exc.status is None and exc.method is None and isinstance(exc, InvalidInput):
+        return 400
+    return exc.status
+
+
 def client_error_text(exc: PlacementError) -> str:
     """The answer's text as ``PlacementClientError`` carries it (newlines as spaces)."""
-    import json
-
-    return json.dumps(error_body(exc)).replace("\n", " ")
+    return json.dumps(error_body(exc, status_of(exc))).replace("\n", " ")
 
 
 def fail(name: str, cause: PlacementError, /, **kwargs: Any) -> NoReturn:
@@ -262,10 +276,12 @@ def answer(method: str, exc: PlacementError, /, **context: Any) -> NoReturn:
     for rule in TABLE.get(method, ()):
         if rule.matches(exc):
             fail(rule.raises, exc, **_kwargs(rule, exc, context))
-    wrapped = method in WRAPPED or (method in WRAPPED_READS and exc.method == "GET")
-    if exc.status is not None and 400 <= exc.status <= 499 and wrapped:
+    # Refused before the wire (no method): the library checks input before its first read.
+    wrapped = method in WRAPPED or (method in WRAPPED_READS and exc.method in ("GET", None))
+    status = status_of(exc)
+    if status is not None and 400 <= status <= 499 and wrapped:
         fail("PlacementClientError", exc, msg=client_error_text(exc))
-    raise http_error(exc) from exc
+    raise http_error(exc, status) from exc
 
 
 def _kwargs(rule: Rule, exc: PlacementError, context: Mapping[str, Any]) -> dict[str, Any]:

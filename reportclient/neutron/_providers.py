@@ -118,6 +118,7 @@ class ProviderCalls(Base):
         name = resource_provider.get("name")
         parent = resource_provider.get("parent_provider_uuid")
         parent = None if parent is None else text(parent, "parent_provider_uuid")
+        self._built()
         try:
             # current() reads only what the gateway forgot since it proved it.
             view = self._views.current() if uuid in self._fresh() else None
@@ -224,6 +225,7 @@ class ProviderCalls(Base):
                 "inventories": inventories,
             }
             return self._put_field(url, body, uuid, resource_provider_generation, what)
+        self._built()
         try:
             wanted = inventories_of(inventories, "inventories")
             written = self._write_field(ProviderInventories, uuid, wanted, what)
@@ -300,9 +302,10 @@ class ProviderCalls(Base):
         if not self._engine or generation is not None:
             body = dict(record, resource_provider_generation=generation)
             return self._put_field(url, body, uuid, generation, what)
+        placement = self._built()
         try:
             single = inventories_of({resource_class: record}, "inventory")[resource_class]
-            done = self.placement.providers.set_inventory(uuid, resource_class, single)
+            done = placement.providers.set_inventory(uuid, resource_class, single)
         except PlacementError as exc:
             # neutron-lib names its own route; the library wrote the provider's inventories.
             answer(what, exc, resource_provider=uuid, resource_class=resource_class, url=url)
@@ -359,13 +362,14 @@ class ProviderCalls(Base):
         :param named: what else neutron-lib's exceptions for ``what`` name (``trait``).
         """
         context: dict[str, Any] = {"resource_provider": uuid, "generation": generation, **named}
+        placement = self._built()
         last: PlacementError | None = None
         for _ in range(1 if generation is not None else _TRIES):
             if generation is None:
                 provider = self.get_resource_provider(uuid)
                 body["resource_provider_generation"] = provider["generation"]
             try:
-                return self.placement.request(
+                return placement.request(
                     "PUT", url, json=plain(body), microversion=self._spelled, retry=NO_RETRY
                 ).body
             except PlacementError as exc:

@@ -141,6 +141,8 @@ def _read(path: str) -> Any:
     if where.startswith(f"/allocations/{CONSUMER}"):
         held = {RP: {"resources": {BW: 1000}, "generation": 1}}
         return {"allocations": held, "consumer_generation": 1, "project_id": "p", "user_id": "u"}
+    if where.startswith("/allocations/"):
+        return {"allocations": {}}  # any other consumer, a malformed uuid included
     return {"traits": [], "resource_classes": []}
 
 
@@ -267,6 +269,30 @@ def test_each_failure_lets_out_what_neutron_lib_lets_out(
         assert same_words(ours) == same_words(theirs)
     else:
         assert (theirs.split(":")[0], ours.split(":")[0]) == expected
+
+
+#: Input Placement refuses with a 400 (or, a consumer's, reads as holding nothing)
+#: and the library refuses before the wire.
+MALFORMED: list[tuple[str, tuple[Any, ...]]] = [
+    ("update_resource_provider_traits", (RP, ["not a trait"])),
+    ("update_resource_provider_inventories", (RP, {"VCPU": INV | {"total": "eight"}})),
+    ("update_resource_provider_inventory", (RP, INV | {"total": -1}, "VCPU")),
+    ("update_qos_allocation", ("not-a-uuid", {RP: {BW: 500}})),
+]
+
+
+@pytest.mark.parametrize(("method", "args"), MALFORMED, ids=[m for m, _a in MALFORMED])
+def test_input_refused_before_the_wire_is_answered_as_placement_answers_it(
+    method: str, args: tuple[Any, ...]
+) -> None:
+    seen = {}
+    for kind, made in clients("placement 1.37").items():
+        with requests_mock.Mocker() as mocker:
+            wire_failing(mocker, "400", True, "placement 1.37")
+            seen[kind] = outcome(made, method, args)
+            if kind == "reportclient":
+                assert all(r.method == "GET" for r in mocker.request_history)
+    assert same_words(seen["reportclient"]) == same_words(seen["neutron-lib"])
 
 
 def test_every_method_of_the_table_is_called_here() -> None:
