@@ -70,6 +70,8 @@ def configure() -> None:
     from neutron.conf import common
     from neutron.conf.plugins.ml2 import config as ml2
 
+    if "send_events_interval" not in cfg.CONF:
+        cfg.CONF.register_opts(common.core_opts)  # what the plugins' batch notifiers read
     if "placement" not in cfg.CONF:
         common.register_placement_opts()
     if "ml2" not in cfg.CONF:
