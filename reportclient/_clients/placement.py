@@ -10,6 +10,7 @@ contention memory, built from the keywords of :class:`~.core.ClientSettings`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
@@ -122,6 +123,15 @@ class PlacementClient(AllocationsClient, BatchesClient, SchedulingClient, RawCli
     def microversion(self) -> str:
         """The microversion in use (negotiated on first use unless pinned)."""
         return format_version(self._core.gateway.microversion)
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock (seconds) the client's windows and ``cache_ttl`` are counted on.
+
+        An adapter keeping a view (:meth:`ProviderClient.views`) asks it how
+        old a proof is on the same clock the view counts its window on.
+        """
+        return self._core.clock
 
     @property
     def default_consumer_type(self) -> str:

@@ -157,6 +157,9 @@ class Transport:
     :param budget: the client's retry budget: every request outside an
         operation is a first attempt of its own, and every read sent again
         spends from it (:mod:`reportclient._budget`).
+    :param exact: send every request at the version in use, never at the
+        leaner one a request asks for (``at_most``): a drop-in for another
+        project's client owes Placement the version its caller named.
     :raises InvalidInput: for a malformed argument, or an adapter whose
         requests Session would replay writes (``_netfail._replays_writes``).
     """
@@ -170,7 +173,11 @@ class Transport:
         timeout: float | tuple[float, float] = DEFAULT_TIMEOUT,
         reads: tenacity.Retrying | None = None,
         budget: RetryBudget | None = None,
+        exact: bool = False,
     ) -> None:
+        if not isinstance(exact, bool):
+            raise InvalidInput(f"exact_microversion must be True or False, got {exact!r}")
+        self._exact = exact
         self._timeout = validate_timeout(timeout)
         self._reads = reads
         self._budget = budget
@@ -258,7 +265,7 @@ class Transport:
         :param global_request_id: overrides the transport's for this request.
         :param at_most: send at no more than this version, for a request
             that needs nothing newer and costs Placement more at the newest
-            (see ``LEAN_VERSION``).
+            (see ``LEAN_VERSION``); ignored by an ``exact`` transport.
         :raises PlacementError: (a subclass where one fits) for any answer
             of 400 or more, and for failures to reach the server.
         :raises PlacementOverloaded: a read that failed was not sent again,
@@ -275,7 +282,7 @@ class Transport:
         attempt it belongs to.
         """
         version = self.microversion
-        sent = version if at_most is None else min(version, at_most)
+        sent = version if at_most is None or self._exact else min(version, at_most)
         if current() is not None or method not in READS or self._reads is None:
             # A write is sent once; a read inside an operation is the
             # engine's to retry, as a new attempt under the operation's policy.

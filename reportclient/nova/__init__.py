@@ -27,6 +27,7 @@ from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
 
+from reportclient._adapters.keystoneauth import error_body, keystoneauth_error, response_of
 from reportclient._clients.placement import PlacementClient
 from reportclient.errors import InvalidInput, PlacementError
 from reportclient.nova._allocations import AllocationCalls, doubled_up
@@ -40,10 +41,9 @@ from reportclient.nova._common import (
     nova_module,
 )
 from reportclient.nova._common import request_id as _request_id
-from reportclient.nova._errors import answer, keystoneauth_error
+from reportclient.nova._errors import answer
 from reportclient.nova._providers import ProviderCalls, specs_of
 from reportclient.nova._query import query_from_string, query_of
-from reportclient.nova._raw import error_body, response_of
 from reportclient.retry import NO_RETRY
 
 __all__ = [

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn
 
-from keystoneauth1 import exceptions as ks_exc
-
+from reportclient._adapters.keystoneauth import chain_names, keystoneauth_error
 from reportclient.errors import (
     AllocationsNotHeld,
     CapacityExceeded,
@@ -56,7 +55,6 @@ __all__ = [
     "Situation",
     "answer",
     "fail",
-    "keystoneauth_error",
     "nova_exceptions",
     "row_for",
     "situation",
@@ -112,33 +110,9 @@ class Situation(enum.Enum):
     REFUSED_409 = "409 other"
 
 
-_KS_BY_NAME = {
-    "ConnectFailure": ks_exc.ConnectFailure,
-    "ConnectTimeout": ks_exc.ConnectTimeout,
-    "SSLError": ks_exc.SSLError,
-    "UnknownConnectionError": ks_exc.UnknownConnectionError,
-}
-
-
-def _chain(exc: BaseException) -> tuple[str, ...]:
-    """The names of the transport failures under ``exc`` (the wire keeps names, never objects).
-
-    Followed down the causes and contexts: an ``OutcomeUnknown`` is raised
-    from the lost answer's error, itself from the transport's failure.
-    """
-    names: list[str] = []
-    seen: set[int] = set()
-    at: BaseException | None = exc
-    while at is not None and id(at) not in seen:
-        seen.add(id(at))
-        names.extend(name.rpartition(".")[2] for name in getattr(at, "chain", ()))
-        at = at.__cause__ or at.__context__
-    return tuple(names)
-
-
 def _transport(exc: PlacementError) -> Situation:
     """A failure with no answer: keystoneauth's ConnectTimeout (any timeout) or ConnectFailure."""
-    names = _chain(exc)
+    names = chain_names(exc)
     timed_out = {"ConnectTimeout", "ReadTimeout", "Timeout", "SSLError"} & set(names)
     if timed_out or "read timeout" in exc.message:
         return Situation.TIMEOUT
@@ -404,27 +378,6 @@ _KWARGS: dict[str, Callable[[Mapping[str, Any], PlacementError], dict[str, Any]]
 
 def _no_kwargs(context: Mapping[str, Any], exc: PlacementError) -> dict[str, Any]:
     return {}
-
-
-def keystoneauth_error(exc: PlacementError) -> Exception:
-    """The keystoneauth exception nova's client would have met, rebuilt from the error's text.
-
-    Auth and endpoint errors carry keystoneauth's own exception (cut loose of
-    any credential) as their cause; for the transport's failures the wire kept
-    only type names, so one of the same type is made with the error's message.
-    """
-    cause = exc.__cause__
-    if isinstance(exc, (PlacementAuthError, PlacementEndpointError)) and isinstance(
-        cause, ks_exc.ClientException
-    ):
-        return cause
-    for name in _chain(exc):
-        kind = _KS_BY_NAME.get(name)
-        if kind is not None:
-            found: Exception = kind(exc.message)
-            return found
-    failure: Exception = ks_exc.ConnectFailure(exc.message)
-    return failure
 
 
 def row_for(method: str, exc: PlacementError) -> dict[Situation, Outcome]:

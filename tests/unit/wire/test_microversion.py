@@ -38,6 +38,26 @@ def test_negotiates_once_and_uses_highest_common_version(wire, consumer, rp):
     assert client.microversion == "1.39"
 
 
+def test_an_exact_client_sends_its_own_version_where_the_default_goes_lean(wire, consumer, rp):
+    wire.get(f"{URL}/allocations/{consumer}", json=allocations_body({rp: {"VCPU": 1}}, 1))
+    wire.put(f"{URL}/allocations/{consumer}", **NO_CONTENT)
+    lean = unpinned(microversion="1.37")
+    exact = unpinned(microversion="1.37", exact_microversion=True)
+    add = reportclient.add_allocations({rp: {"VCPU": 1}})
+
+    for client in (lean, exact):
+        client.update_allocations(consumer, add, project_id=PROJECT, user_id=USER)
+
+    versions = [r.headers["OpenStack-API-Version"] for r in wire.request_history]
+    assert versions == ["placement 1.28"] * 2 + ["placement 1.37"] * 2
+
+
+@pytest.mark.parametrize("exact", ["yes", 1, None])
+def test_exact_microversion_is_a_bool(exact):
+    with pytest.raises(reportclient.InvalidInput, match="exact_microversion"):
+        unpinned(microversion="1.37", exact_microversion=exact)
+
+
 def test_server_below_consumer_generations_is_refused(wire, consumer, rp):
     wire.get(URL + "/", json=root_document("1.27"))
     client = unpinned()
