@@ -259,7 +259,7 @@ class ViewFlush(ViewState):
         except DuplicateName:
             # Its uuid may exist already (created by another writer, or in a
             # tree this view never listed): prove it as it is, like nova.
-            self._prove(spec.uuid, None, None, request_id)
+            self._prove(spec.uuid, None, None, request_id, create=False)
             if self._gateway.provider_record(spec.uuid) is None:
                 raise
         self._refresh([spec.uuid], self._clock())

@@ -37,10 +37,19 @@ class ViewProof(ViewState):
         name: str | None,
         parent: str | None,
         request_id: str | None,
+        *,
+        create: bool = True,
     ) -> None:
-        """List ``uuid``'s tree (creating ``uuid`` when it has none) and prove what it holds."""
+        """List ``uuid``'s tree and prove what it holds; create ``uuid`` when it has none.
+
+        :param create: False: a provider Placement lacks is left missing (a
+            flush proving a tree it was handed from elsewhere, or one whose
+            create was refused for its name, creates nothing under another name).
+        """
         listing = self._gateway.list_tree(uuid, request_id)
         if not listing.providers:
+            if not create:
+                return
             try:
                 rp = self._ops.create_provider(name or uuid, uuid, parent, request_id)
             except DuplicateName:

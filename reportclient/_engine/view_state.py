@@ -180,6 +180,12 @@ class ViewState:
         return snapshot
 
     def _prove(
-        self, uuid: str, name: str | None, parent: str | None, request_id: str | None
+        self,
+        uuid: str,
+        name: str | None,
+        parent: str | None,
+        request_id: str | None,
+        *,
+        create: bool = True,
     ) -> None:
         raise NotImplementedError  # provided by ViewProof

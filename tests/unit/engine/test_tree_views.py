@@ -293,3 +293,22 @@ def test_a_custom_trait_and_a_custom_class_of_one_name_are_both_ensured(
     views.flush([ProviderSpec(root, "cn1", None, {"CUSTOM_FAKE_HOST": 1}, {"CUSTOM_FAKE_HOST"})])
     assert fake.traits(root) == {"CUSTOM_FAKE_HOST"}
     assert fake.inventory(root)["CUSTOM_FAKE_HOST"].total == 1
+
+
+def test_a_provider_whose_name_another_holds_is_refused_and_nothing_is_created_in_its_place(
+    fake: FakePlacement, client: PlacementClient, views: TreeViews
+) -> None:
+    """A create refused for its name proves the uuid as it is, and creates nothing else."""
+    root = new_id()
+    views.ensure(root, name="cn1")
+    taken = fake.create_provider("cn1-dev")  # another writer's provider holds the name
+    child = new_id()
+
+    with pytest.raises(reportclient.DuplicateName):
+        views.flush(
+            [ProviderSpec(root, "cn1", None), ProviderSpec(child, "cn1-dev", root, {"VCPU": 1})]
+        )
+
+    names = {rp.name for rp in client.providers.list_providers()}
+    assert names == {"cn1", "cn1-dev"}  # no provider named after the child's uuid
+    assert taken != child
