@@ -93,7 +93,7 @@ class ViewFlush(ViewState):
             # A tree from elsewhere naming a provider this view does not show
             # (a new client, say): prove it first, to judge the tree by it.
             if carried.get(spec.uuid) is not None and not self._in_view(spec.uuid):
-                self._prove(spec.uuid, None, None, request_id)
+                self._prove(spec.uuid, None, None, request_id, create=False)
         current = self.current(request_id=request_id)
         handouts = self._handouts
         bases = Bases(
