@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from reportclient._compat import Unpack
+from reportclient._engine.tree_proof import ViewProof
 from reportclient._engine.view_plan import (
     Bases,
     FlushPlan,
@@ -26,7 +27,6 @@ from reportclient._engine.view_plan import (
     flush_plan,
     view_value,
 )
-from reportclient._engine.view_state import ViewState
 from reportclient._gateway.gateway import Snapshot
 from reportclient._model.consumers import AllocationWrite
 from reportclient._model.microversions import CONSUMER_TYPE_VERSION, RESHAPER_VERSION
@@ -66,7 +66,7 @@ class FlushOf(TypedDict, total=False):
     generations: Mapping[str, int | None] | None
 
 
-class ViewFlush(ViewState):
+class ViewFlush(ViewProof):
     """The flush steps of a view, in nova's order: :meth:`create`, :meth:`reshape`,
     :meth:`delete`, :meth:`write` per provider; :meth:`flush` runs them all."""
 

@@ -30,14 +30,14 @@ What that costs, against nova's client, is in doc/source/nova_adapter.rst.
 from __future__ import annotations
 
 from reportclient._engine.tree_flush import ViewFlush
-from reportclient._engine.tree_proof import SHARES_VIA_AGGREGATE, ViewProof
+from reportclient._engine.tree_proof import SHARES_VIA_AGGREGATE
 from reportclient._model.tree_view import TreeView
 from reportclient._model.validation import validate_uuid
 
 __all__ = ["SHARES_VIA_AGGREGATE", "TreeViews"]
 
 
-class TreeViews(ViewProof, ViewFlush):
+class TreeViews(ViewFlush):
     """One caller's view of provider trees (nova's ``ProviderTree`` cache): hand out, flush.
 
     Made by :meth:`ProviderClient.views <reportclient.ProviderClient.views>`;

@@ -178,14 +178,3 @@ class ViewState:
         any_kind: Any = kind
         snapshot: Snapshot = self._ops.read(any_kind, uuid, request_id)
         return snapshot
-
-    def _prove(
-        self,
-        uuid: str,
-        name: str | None,
-        parent: str | None,
-        request_id: str | None,
-        *,
-        create: bool = True,
-    ) -> None:
-        raise NotImplementedError  # provided by ViewProof

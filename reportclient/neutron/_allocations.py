@@ -19,7 +19,7 @@ neutron-lib raises it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 from reportclient._gateway import routes
 from reportclient._model.consumers import ConsumerAllocations
@@ -106,12 +106,7 @@ class AllocationCalls(Base):
         try:
             placement.update_allocations(consumer, mutate)
         except NotAllocated as exc:
-            fail(
-                "PlacementAllocationRpNotExists",
-                exc,
-                resource_provider=exc.provider,
-                consumer=consumer,
-            )
+            _not_held(exc, consumer)
         except PlacementError as exc:
             answer("update_qos_allocation", exc, consumer=consumer)
 
@@ -128,11 +123,11 @@ class AllocationCalls(Base):
         try:
             new = apply_diff(held, diff)
         except NotAllocated as exc:
-            fail(
-                "PlacementAllocationRpNotExists",
-                exc,
-                resource_provider=exc.provider,
-                consumer=consumer,
-            )
+            _not_held(exc, consumer)
         body["allocations"] = {rp: {"resources": r} for rp, r in new.items()}
         self.update_allocation(consumer, body)
+
+
+def _not_held(exc: NotAllocated, consumer: str) -> NoReturn:
+    """neutron-lib's answer to a diff naming a provider the consumer holds nothing on."""
+    fail("PlacementAllocationRpNotExists", exc, resource_provider=exc.provider, consumer=consumer)

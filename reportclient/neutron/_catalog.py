@@ -126,12 +126,8 @@ class CatalogCalls(Base):
 
         :raises PlacementResourceProviderNotFound: no such provider.
         """
-        uuid = text(resource_provider_uuid)
-        return self._raw(
-            "GET",
-            routes.provider_field(uuid, "traits"),
-            what="list_resource_provider_traits",
-            resource_provider=uuid,
+        return self._on_provider(
+            "GET", resource_provider_uuid, "traits", what="list_resource_provider_traits"
         ).body
 
     def delete_resource_provider_traits(self, resource_provider_uuid: Any) -> None:
@@ -139,12 +135,8 @@ class CatalogCalls(Base):
 
         :raises PlacementResourceProviderNotFound: no such provider.
         """
-        uuid = text(resource_provider_uuid)
-        self._raw(
-            "DELETE",
-            routes.provider_field(uuid, "traits"),
-            what="delete_resource_provider_traits",
-            resource_provider=uuid,
+        self._on_provider(
+            "DELETE", resource_provider_uuid, "traits", what="delete_resource_provider_traits"
         )
 
     # -- resource classes -------------------------------------------------------------

@@ -168,5 +168,20 @@ class Base:
     def _raw(self, method: str, url: str, body: Any = None, *, what: str, **context: Any) -> Any:
         raise NotImplementedError
 
+    def _on_provider(
+        self,
+        method: str,
+        resource_provider_uuid: Any,
+        field: str | None,
+        body: Any = None,
+        *,
+        what: str,
+        **context: Any,
+    ) -> Any:
+        """One raw request about a provider: ``field`` (``"traits"``...) of it, or (None) itself."""
+        uuid = text(resource_provider_uuid)
+        url = routes.provider(uuid) if field is None else routes.provider_field(uuid, field)
+        return self._raw(method, url, body, what=what, resource_provider=uuid, **context)
+
     def _built(self) -> PlacementClient:
         raise NotImplementedError

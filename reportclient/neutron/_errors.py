@@ -131,6 +131,13 @@ _RP_CONFLICT = Rule(
     conflict=True,
     args=("resource_provider", "generation"),
 )
+#: A class's inventory missing, where the provider itself exists.
+_NO_INVENTORY = Rule(
+    "PlacementInventoryNotFound",
+    404,
+    "No inventory of class",
+    args=("resource_provider", "resource_class"),
+)
 
 #: neutron-lib 5.0.1's ``except`` clauses per method, in order (read off
 #: ``neutron_lib/placement/client.py``). A method absent here has none of its own.
@@ -147,21 +154,11 @@ TABLE: dict[str, tuple[Rule, ...]] = {
     "delete_resource_provider_inventories": (Rule(_RP_404.raises, 404, _NO_RP, args=_RP),),
     "delete_resource_provider_inventory": (
         Rule(_RP_404.raises, 404, _NO_RP, args=_RP),
-        Rule(
-            "PlacementInventoryNotFound",
-            404,
-            "No inventory of class",
-            args=("resource_provider", "resource_class"),
-        ),
+        _NO_INVENTORY,
     ),
     "get_inventory": (
         Rule(_RP_404.raises, 404, _NO_RP, args=_RP),
-        Rule(
-            "PlacementInventoryNotFound",
-            404,
-            "No inventory of class",
-            args=("resource_provider", "resource_class"),
-        ),
+        _NO_INVENTORY,
     ),
     "update_resource_provider_inventory": (
         # Without a caller's generation neutron-lib reads the provider first;

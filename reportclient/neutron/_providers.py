@@ -151,12 +151,8 @@ class ProviderCalls(Base):
 
         :raises PlacementResourceProviderNotFound: no such provider.
         """
-        uuid = text(resource_provider_uuid)
-        return self._raw(
-            "GET",
-            routes.provider(uuid),
-            what="get_resource_provider",
-            resource_provider=uuid,
+        return self._on_provider(
+            "GET", resource_provider_uuid, None, what="get_resource_provider"
         ).body
 
     def list_resource_providers(
@@ -262,12 +258,11 @@ class ProviderCalls(Base):
         :raises PlacementResourceProviderNotFound: no such provider.
         :raises PlacementInventoryNotFound: no inventory of that class.
         """
-        uuid = text(resource_provider_uuid)
-        return self._raw(
+        return self._on_provider(
             "GET",
-            routes.provider_field(uuid, f"inventories/{resource_class}"),
+            resource_provider_uuid,
+            f"inventories/{resource_class}",
             what="get_inventory",
-            resource_provider=uuid,
             resource_class=resource_class,
         ).body
 
@@ -322,13 +317,8 @@ class ProviderCalls(Base):
         "resource_provider_generation"}`` from it, as neutron-lib sends what
         it is given.
         """
-        uuid = text(resource_provider_uuid)
-        return self._raw(
-            "PUT",
-            routes.provider_field(uuid, "aggregates"),
-            aggregates,
-            what="associate_aggregates",
-            resource_provider=uuid,
+        return self._on_provider(
+            "PUT", resource_provider_uuid, "aggregates", aggregates, what="associate_aggregates"
         ).body
 
     def list_aggregates(self, resource_provider_uuid: Any) -> Any:
@@ -336,12 +326,8 @@ class ProviderCalls(Base):
 
         :raises PlacementAggregateNotFound: no such provider.
         """
-        uuid = text(resource_provider_uuid)
-        return self._raw(
-            "GET",
-            routes.provider_field(uuid, "aggregates"),
-            what="list_aggregates",
-            resource_provider=uuid,
+        return self._on_provider(
+            "GET", resource_provider_uuid, "aggregates", what="list_aggregates"
         ).body
 
     # -- one field, as neutron-lib writes it ----------------------------------------------

@@ -29,25 +29,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NoReturn
 
+from reportclient import errors
 from reportclient._adapters.keystoneauth import chain_names, keystoneauth_error
-from reportclient.errors import (
-    AllocationsNotHeld,
-    CapacityExceeded,
-    ConsumerChanged,
-    ConsumerGone,
-    DuplicateName,
-    GenerationConflict,
-    InventoryInUse,
-    OutcomeUnknown,
-    PlacementAuthError,
-    PlacementEndpointError,
-    PlacementError,
-    PlacementOverloaded,
-    PlacementUnavailable,
-    ProviderChanged,
-    ProviderInUse,
-    ProviderNotFound,
-)
 
 __all__ = [
     "TABLE",
@@ -70,7 +53,7 @@ def nova_exceptions() -> ModuleType | None:
         return None
 
 
-def fail(name: str, cause: PlacementError, /, *args: Any, **kwargs: Any) -> NoReturn:
+def fail(name: str, cause: errors.PlacementError, /, *args: Any, **kwargs: Any) -> NoReturn:
     """Raise nova's ``exception.<name>(*args, **kwargs)`` from ``cause``, or ``cause`` without nova.
 
     :raises PlacementError: ``cause``, when nova is not importable.
@@ -110,7 +93,7 @@ class Situation(enum.Enum):
     REFUSED_409 = "409 other"
 
 
-def _transport(exc: PlacementError) -> Situation:
+def _transport(exc: errors.PlacementError) -> Situation:
     """A failure with no answer: keystoneauth's ConnectTimeout (any timeout) or ConnectFailure."""
     names = chain_names(exc)
     timed_out = {"ConnectTimeout", "ReadTimeout", "Timeout", "SSLError"} & set(names)
@@ -119,31 +102,39 @@ def _transport(exc: PlacementError) -> Situation:
     return Situation.UNREACHABLE
 
 
-def situation(exc: PlacementError) -> Situation:
+def situation(exc: errors.PlacementError) -> Situation:
     """The situation nova's code would have met where the library raised ``exc``."""
-    if isinstance(exc, (PlacementAuthError, PlacementEndpointError)):
+    if isinstance(exc, (errors.PlacementAuthError, errors.PlacementEndpointError)):
         return Situation.AUTH
-    if isinstance(exc, PlacementOverloaded):
-        last = exc.last if isinstance(getattr(exc, "last", None), PlacementError) else None
+    if isinstance(exc, errors.PlacementOverloaded):
+        last = exc.last if isinstance(getattr(exc, "last", None), errors.PlacementError) else None
         return situation(last) if last is not None else Situation.CONFLICT
-    if isinstance(exc, OutcomeUnknown):
+    if isinstance(exc, errors.OutcomeUnknown):
         # A write's answer lost and not settled: a 5xx, else a timeout or a reset.
         return Situation.SERVER if exc.status is not None else _transport(exc)
-    if isinstance(exc, (ConsumerChanged, ConsumerGone, AllocationsNotHeld)):
+    if isinstance(exc, (errors.ConsumerChanged, errors.ConsumerGone, errors.AllocationsNotHeld)):
         # The consumer is not as the call presumes (another writer changed
         # it, it holds nothing, or less than asked): nova's consumer failure.
         return Situation.CONSUMER_CONFLICT
-    if isinstance(exc, GenerationConflict) and not isinstance(exc, ProviderChanged):
+    if isinstance(exc, errors.GenerationConflict) and not isinstance(exc, errors.ProviderChanged):
         if exc.consumer_conflict or "consumer generation conflict" in (exc.detail or ""):
             return Situation.CONSUMER_CONFLICT
         return Situation.CONFLICT
-    if isinstance(exc, ProviderChanged):
+    if isinstance(exc, errors.ProviderChanged):
         return Situation.CONFLICT
-    if isinstance(exc, (CapacityExceeded, InventoryInUse, DuplicateName, ProviderInUse)):
+    if isinstance(
+        exc,
+        (
+            errors.CapacityExceeded,
+            errors.InventoryInUse,
+            errors.DuplicateName,
+            errors.ProviderInUse,
+        ),
+    ):
         return Situation.REFUSED_409
-    if isinstance(exc, ProviderNotFound) or exc.status == 404:
+    if isinstance(exc, errors.ProviderNotFound) or exc.status == 404:
         return Situation.NOT_FOUND
-    if isinstance(exc, PlacementUnavailable):
+    if isinstance(exc, errors.PlacementUnavailable):
         if exc.status is not None:
             return Situation.SERVER
         return _transport(exc)
@@ -203,6 +194,24 @@ def _safe(default: Outcome, /, **special: Outcome) -> dict[Situation, Outcome]:
     return _rows(default, unreachable=NONE, auth=NONE, **special)
 
 
+def _unless_timeout(default: Outcome, /, **special: Outcome) -> dict[Situation, Outcome]:
+    """A row whose ``default`` answers an unreachable Placement and an auth failure too."""
+    return _rows(default, unreachable=default, auth=default, **special)
+
+
+#: A provider field write: every conflict is nova's ``ResourceProviderUpdateConflict``.
+_UPDATE_CONFLICTS = {
+    name: raises("ResourceProviderUpdateConflict")
+    for name in ("conflict", "consumer_conflict", "refused_409")
+}
+#: Where nova's method answers an unreachable Placement or an auth failure as its own.
+_CONNECT_REFUSED = {name: raises("PlacementAPIConnectFailure") for name in ("unreachable", "auth")}
+#: Where nova's method lets keystoneauth's connect failures out as its own.
+_CONNECT_FAILURE = {
+    name: raises("PlacementAPIConnectFailure") for name in ("unreachable", "timeout", "auth")
+}
+
+
 #: What nova 34's method does in each situation, per adapter method, and per step
 #: where nova's own steps answer differently ("<method> read" for its GETs,
 #: "<method> write" for its writes, or a step named at the call). Read off
@@ -218,41 +227,26 @@ TABLE: dict[str, dict[Situation, Outcome]] = {
     ),
     "get_providers_in_tree": _rows(raises("ResourceProviderRetrievalFailed")),
     "get_provider_tree_and_ensure_root read": _rows(raises("ResourceProviderRetrievalFailed")),
-    "get_provider_tree_and_ensure_root write": _rows(
-        raises("ResourceProviderCreationFailed"),
-        unreachable=raises("ResourceProviderCreationFailed"),
-        auth=raises("ResourceProviderCreationFailed"),
+    "get_provider_tree_and_ensure_root write": _unless_timeout(
+        raises("ResourceProviderCreationFailed")
     ),
     "set_inventory_for_provider": _rows(
         raises("ResourceProviderUpdateFailed"),
-        conflict=raises("ResourceProviderUpdateConflict"),
-        consumer_conflict=raises("ResourceProviderUpdateConflict"),
-        refused_409=raises("ResourceProviderUpdateConflict"),
+        **_UPDATE_CONFLICTS,
     ),
     "set_traits_for_provider": _safe(
         raises("ResourceProviderUpdateFailed"),
-        conflict=raises("ResourceProviderUpdateConflict"),
-        consumer_conflict=raises("ResourceProviderUpdateConflict"),
-        refused_409=raises("ResourceProviderUpdateConflict"),
+        **_UPDATE_CONFLICTS,
     ),
     "set_aggregates_for_provider": _safe(
         raises("ResourceProviderUpdateFailed"),
-        conflict=raises("ResourceProviderUpdateConflict"),
-        consumer_conflict=raises("ResourceProviderUpdateConflict"),
-        refused_409=raises("ResourceProviderUpdateConflict"),
+        **_UPDATE_CONFLICTS,
     ),
-    "update_from_provider_tree create": _rows(
-        raises("ResourceProviderCreationFailed"),
-        unreachable=raises("ResourceProviderCreationFailed"),
-        auth=raises("ResourceProviderCreationFailed"),
-    ),
-    "update_from_provider_tree reshape": _rows(
+    "update_from_provider_tree create": _unless_timeout(raises("ResourceProviderCreationFailed")),
+    "update_from_provider_tree reshape": _unless_timeout(
         raises("ReshapeFailed"),
-        unreachable=raises("ReshapeFailed"),
         timeout=raises("ReshapeFailed"),
-        auth=raises("ReshapeFailed"),
-        conflict=raises("PlacementReshapeConflict"),
-        consumer_conflict=raises("PlacementReshapeConflict"),
+        **dict.fromkeys(("conflict", "consumer_conflict"), raises("PlacementReshapeConflict")),
     ),
     "update_from_provider_tree write": _rows(
         raises("ResourceProviderSyncFailed"),
@@ -285,9 +279,7 @@ TABLE: dict[str, dict[Situation, Outcome]] = {
     "move_allocations write": _safe(FALSE, consumer_conflict=raises("AllocationMoveFailed")),
     "put_allocations": _rows(
         FALSE,
-        unreachable=raises("PlacementAPIConnectFailure"),
-        timeout=raises("PlacementAPIConnectFailure"),
-        auth=raises("PlacementAPIConnectFailure"),
+        **_CONNECT_FAILURE,
         consumer_conflict=raises("AllocationUpdateFailed"),
     ),
     "delete_allocation_for_instance": _safe(raises("AllocationDeleteFailed")),
@@ -299,60 +291,46 @@ TABLE: dict[str, dict[Situation, Outcome]] = {
     "delete_resource_provider write": _rows(NONE),
     "get_provider_by_name": _rows(
         raises("ResourceProviderNotFound"),
-        unreachable=raises("PlacementAPIConnectFailure"),
-        timeout=raises("PlacementAPIConnectFailure"),
-        auth=raises("PlacementAPIConnectFailure"),
+        **_CONNECT_FAILURE,
     ),
     "aggregate_add_host read": _rows(
         raises("ResourceProviderAggregateRetrievalFailed"),
-        unreachable=raises("PlacementAPIConnectFailure"),
-        auth=raises("PlacementAPIConnectFailure"),
+        **_CONNECT_REFUSED,
     ),
     "aggregate_add_host write": _safe(
         raises("ResourceProviderUpdateFailed"),
-        conflict=raises("ResourceProviderUpdateConflict"),
-        consumer_conflict=raises("ResourceProviderUpdateConflict"),
-        refused_409=raises("ResourceProviderUpdateConflict"),
+        **_UPDATE_CONFLICTS,
     ),
     "aggregate_remove_host read": _rows(
         raises("ResourceProviderAggregateRetrievalFailed"),
-        unreachable=raises("PlacementAPIConnectFailure"),
-        auth=raises("PlacementAPIConnectFailure"),
+        **_CONNECT_REFUSED,
     ),
     "aggregate_remove_host write": _safe(
         raises("ResourceProviderUpdateFailed"),
-        conflict=raises("ResourceProviderUpdateConflict"),
-        consumer_conflict=raises("ResourceProviderUpdateConflict"),
-        refused_409=raises("ResourceProviderUpdateConflict"),
+        **_UPDATE_CONFLICTS,
     ),
     "get_usages_counts_for_limits": _rows(raises("UsagesRetrievalFailed")),
     "get_usages_counts_for_quota": _rows(raises("UsagesRetrievalFailed")),
 }
 
 
+_Kwargs = Callable[[Mapping[str, Any], errors.PlacementError], dict[str, Any]]
+
+
+def _and_error(**keys: str) -> _Kwargs:
+    """nova's keywords: each named one from the call's context key given, and ``error``."""
+    return lambda c, e: {**{kw: c.get(key) for kw, key in keys.items()}, "error": str(e)}
+
+
 #: The keywords each nova exception takes, from the call's context and the error.
-_KWARGS: dict[str, Callable[[Mapping[str, Any], PlacementError], dict[str, Any]]] = {
-    "AllocationUpdateFailed": lambda c, e: {
-        "consumer_uuid": c.get("consumer_uuid"),
-        "error": str(e),
-    },
-    "AllocationDeleteFailed": lambda c, e: {
-        "consumer_uuid": c.get("consumer_uuid"),
-        "error": str(e),
-    },
-    "AllocationMoveFailed": lambda c, e: {
-        "source_consumer": c.get("source_consumer"),
-        "target_consumer": c.get("target_consumer"),
-        "error": str(e),
-    },
-    "ConsumerAllocationRetrievalFailed": lambda c, e: {
-        "consumer_uuid": c.get("consumer_uuid"),
-        "error": str(e),
-    },
-    "ResourceProviderAllocationRetrievalFailed": lambda c, e: {
-        "rp_uuid": c.get("rp_uuid"),
-        "error": str(e),
-    },
+_KWARGS: dict[str, _Kwargs] = {
+    "AllocationUpdateFailed": _and_error(consumer_uuid="consumer_uuid"),
+    "AllocationDeleteFailed": _and_error(consumer_uuid="consumer_uuid"),
+    "AllocationMoveFailed": _and_error(
+        source_consumer="source_consumer", target_consumer="target_consumer"
+    ),
+    "ConsumerAllocationRetrievalFailed": _and_error(consumer_uuid="consumer_uuid"),
+    "ResourceProviderAllocationRetrievalFailed": _and_error(rp_uuid="rp_uuid"),
     "ResourceProviderAggregateRetrievalFailed": lambda c, e: {"uuid": c.get("rp_uuid")},
     "ReshapeFailed": lambda c, e: {"error": str(e)},
     "PlacementReshapeConflict": lambda c, e: {"error": str(e)},
@@ -376,11 +354,11 @@ _KWARGS: dict[str, Callable[[Mapping[str, Any], PlacementError], dict[str, Any]]
 }
 
 
-def _no_kwargs(context: Mapping[str, Any], exc: PlacementError) -> dict[str, Any]:
+def _no_kwargs(context: Mapping[str, Any], exc: errors.PlacementError) -> dict[str, Any]:
     return {}
 
 
-def row_for(method: str, exc: PlacementError) -> dict[Situation, Outcome]:
+def row_for(method: str, exc: errors.PlacementError) -> dict[Situation, Outcome]:
     """``method``'s row, by the step ``exc`` failed at when nova's steps answer differently.
 
     ``method`` may name its step already ("move_allocations read"); else a
@@ -393,7 +371,7 @@ def row_for(method: str, exc: PlacementError) -> dict[Situation, Outcome]:
     return TABLE[f"{method} {step}"]
 
 
-def answer(method: str, exc: PlacementError, /, **context: Any) -> Any:
+def answer(method: str, exc: errors.PlacementError, /, **context: Any) -> Any:
     """Do what nova's ``method`` does where the library raised ``exc``: raise, or return a value.
 
     :param context: what nova's exception names (``consumer_uuid``,
