@@ -69,7 +69,6 @@ from keystoneauth1 import adapter as ks_adapter
 
 from bench.cells.cluster import cluster_cpu_seconds
 from bench.drivers.allocations import optional_nova
-from bench.figures.render import require
 from bench.support.common import (
     MICROVERSION,
     PROJECT,
@@ -390,8 +389,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--threads must be integers separated by commas, got {args.threads!r}")
     if min(thread_counts) < 1 or args.rounds < 1 or (args.claims is not None and args.claims < 1):
         parser.error("--threads, --rounds and --claims must be at least 1")
-    if args.plot is not None:
-        require()  # before the run, not after it
     quiet_logging()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # eventlet's deprecation, on nova's import

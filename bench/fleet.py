@@ -80,7 +80,6 @@ from keystoneauth1 import exceptions as ks_exc
 import reportclient
 from bench.cells.cluster import cluster_cpu_seconds
 from bench.drivers.allocations import optional_nova
-from bench.figures.render import require
 from bench.fleet_report import (
     STARVATION_HEAD,
     render_fleet,
@@ -803,8 +802,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.period_seconds <= 0:
         parser.error("--period-seconds must be > 0")
-    if args.plot is not None:
-        require()  # before the run, not after it
     timing = Timing(real=True, period=args.period_seconds) if args.real_time else Timing()
     random.seed(1)
     quiet_logging()

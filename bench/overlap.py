@@ -63,7 +63,6 @@ from keystoneauth1 import token_endpoint
 from requests import PreparedRequest
 from requests.adapters import HTTPAdapter
 
-from bench.figures.render import require
 from bench.support.common import (
     INVENTORY,
     MICROVERSION,
@@ -447,8 +446,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.plot is not None:
-        require()  # before the run, not after it
     if args.quick:
         args.database, args.workers = args.database[:1], [2]
         args.rounds, args.alone, args.budget = min(args.rounds, 4), 5, 10.0

@@ -37,7 +37,6 @@ from bench.drivers.allocations import (
     ReportclientDriver,
     nova_for,
 )
-from bench.figures.render import require
 from bench.support.common import (
     INVENTORY,
     RESULTS,
@@ -301,8 +300,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run every workload, print the table, write the JSON; return the exit code."""
     args = build_parser().parse_args(argv)
-    if args.plot is not None:
-        require()  # before the run, not after it
     began = time.perf_counter()
     quiet_logging()
     sizes = QUICK if args.quick else FULL

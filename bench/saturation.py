@@ -55,7 +55,6 @@ from typing import Any
 import reportclient
 from bench.cells.cluster import cluster_cpu_seconds
 from bench.drivers.allocations import NovaDriver, optional_nova
-from bench.figures.render import require
 from bench.fleet import WINDOW
 from bench.saturation_report import Row, capacity_line, render_database, spent
 from bench.support.common import (
@@ -428,8 +427,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--agent-pace must be 0 or more seconds, got {args.agent_pace:g}")
     if args.quick:
         args.capacity_seconds, args.cell_seconds = 3.0, 2.0
-    if args.plot is not None:
-        require()  # before the run, not after it
     random.seed(1)
     quiet_logging()
     nova = optional_nova(not args.without_nova)

@@ -45,7 +45,6 @@ from bench.drivers.surface import (
     Tree,
     nova_drivers,
 )
-from bench.figures.render import require
 from bench.support.common import (
     PROJECT,
     USER,
@@ -330,8 +329,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the three workloads, print the tables, write the JSON."""
     args = build_parser().parse_args(argv)
-    if args.plot is not None:
-        require()  # before the run, not after it
     began = time.perf_counter()
     quiet_logging()
     sizes: dict[str, int] = QUICK if args.quick else FULL

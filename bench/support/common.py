@@ -25,6 +25,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
+from bench.figures.render import require
 from reportclient.testing import PlacementServer, RequestRecord
 
 #: Where the entries write their JSON by default (``bench/results/``, ignored by git).
@@ -56,11 +57,17 @@ def results_parser(
     return parser
 
 
+def _plot_dir(value: str) -> Path:
+    """``--plot``'s directory, once matplotlib is known to be there: before the run, not after."""
+    require()
+    return Path(value)
+
+
 def output_options(parser: argparse.ArgumentParser) -> None:
     """``--plot DIR`` and ``--quiet``: the figures' directory, and no progress on stderr."""
     parser.add_argument(
         "--plot",
-        type=Path,
+        type=_plot_dir,
         metavar="DIR",
         help="also draw the figures (SVG) into DIR, from the results the tables print "
         "(needs the plot extra; python -m bench plot redraws them from the JSON)",
