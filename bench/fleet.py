@@ -81,7 +81,10 @@ import reportclient
 from bench.cells.cluster import cluster_cpu_seconds
 from bench.drivers.allocations import optional_nova
 from bench.fleet_report import (
+    NOVA,
+    NOVA_RC,
     STARVATION_HEAD,
+    Cell,
     render_fleet,
     render_ratios,
     starvation_line,
@@ -111,8 +114,7 @@ from reportclient.testing import PlacementCluster
 PERIOD = 60.0
 WINDOW = 300.0
 DEV = "CUSTOM_FLEET_DEV"
-RC_STRICT, RC_AGENT, NOVA = "rc strict", "rc agent", "nova"
-NOVA_RC = "nova on reportclient"
+RC_STRICT, RC_AGENT = "rc strict", "rc agent"
 #: The same two on a client that names every ProofAssumption: what the opt-in saves.
 RC_AGENT_ASSUMED, NOVA_RC_ASSUMED = "rc agent assumed", "nova on reportclient assumed"
 #: The variants that run nova's resource tracker flow (on nova's client, or the library's).
@@ -401,20 +403,6 @@ class Claimer:
 
 
 # -- the fleet run ---------------------------------------------------------------------------
-@dataclass
-class Cell:
-    status: Counter[tuple[str, int]]
-    agent_periods: int
-    cpu: float
-    latencies: list[float]
-    claim_latencies: list[float]
-    failures: int
-    claim_failures: int
-    diffs: int
-    overruns: int = 0
-    late: float = 0.0
-
-
 def make_agents(
     variant: str, n: int, url: str, token: str, clock: SimClock, nova: Any, timing: Timing
 ) -> list[Agent]:

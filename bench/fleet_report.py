@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from bench.support.common import percentile
 
@@ -21,8 +22,9 @@ NOVA, NOVA_RC = "nova", "nova on reportclient"
 Row = Mapping[str, Any]
 
 
-class FleetCell(Protocol):
-    """What one phase x variant of the fleet run measured (``bench.fleet.Cell``)."""
+@dataclass
+class Cell:
+    """What one phase x variant of the fleet run measured, before it is summarised."""
 
     status: Counter[tuple[str, int]]
     agent_periods: int
@@ -32,15 +34,15 @@ class FleetCell(Protocol):
     failures: int
     claim_failures: int
     diffs: int
-    overruns: int
-    late: float
+    overruns: int = 0
+    late: float = 0.0
 
 
 def _ms(values: list[float], q: float) -> float | None:
     return percentile(values, q) * 1000 if values else None
 
 
-def summarise(phase: str, variant: str, cell: FleetCell) -> dict[str, Any]:
+def summarise(phase: str, variant: str, cell: Cell) -> dict[str, Any]:
     """One table row's figures, per agent-period where the table divides."""
     periods = cell.agent_periods
     return {
