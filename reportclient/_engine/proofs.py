@@ -57,6 +57,7 @@ __all__ = [
     "catalogue_proves",
     "field_proof",
     "names_custom_class",
+    "proofs_by_kind",
     "restamp",
     "sight_of",
     "unchanged_since",

@@ -18,8 +18,8 @@ from reportclient._engine.proofs import (
     Sight,
     ask_provider,
     catalogue_current,
-    catalogue_proves,
     field_proof,
+    proofs_by_kind,
     restamp,
     sight_of,
 )
@@ -124,16 +124,8 @@ class FieldProver:
         modified: float | None,
         catalogue: ClassListing | None,
     ) -> dict[type[Snapshot], Proof]:
-        return {
-            kind: field_proof(
-                cached,
-                listed,
-                modified,
-                sights[kind],
-                catalogue_proves(catalogue, None if cached is None else cached[1]),
-            )
-            for kind, (_snap, cached) in taken.items()
-        }
+        cached = {kind: entry for kind, (_snap, entry) in taken.items()}
+        return proofs_by_kind(cached, listed, modified, sights, catalogue)
 
     def _catalogue_for(
         self,

@@ -89,11 +89,13 @@ class ViewFlush(ViewProof):
         scope, request_id = of.get("scope"), of.get("request_id")
         holder = of.get("holder")
         carried = dict(of.get("generations") or {})
+        shown = {rp.uuid for rp, _sharing in self.shown()}
         for spec in described:
             # A tree from elsewhere naming a provider this view does not show
             # (a new client, say): prove it first, to judge the tree by it.
-            if carried.get(spec.uuid) is not None and not self._in_view(spec.uuid):
+            if carried.get(spec.uuid) is not None and spec.uuid not in shown:
                 self._prove(spec.uuid, None, None, request_id, create=False)
+                shown = {rp.uuid for rp, _sharing in self.shown()}
         current = self.current(request_id=request_id)
         handouts = self._handouts
         bases = Bases(
@@ -120,9 +122,6 @@ class ViewFlush(ViewProof):
                 known=carried.get(uuid),
             )
         return plan
-
-    def _in_view(self, uuid: str) -> bool:
-        return any(rp.uuid == uuid for rp, _sharing in self.shown())
 
     def flush(self, specs: Iterable[ProviderSpec], **of: Unpack[FlushOf]) -> TreeView:
         """Make Placement hold ``specs``, writing only what the caller changed (see :meth:`plan`).
