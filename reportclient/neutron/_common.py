@@ -13,7 +13,6 @@ from reportclient._clients.placement import PlacementClient
 from reportclient._engine.tree_views import TreeViews
 from reportclient._gateway import routes
 from reportclient._model.microversions import Microversion
-from reportclient._model.providers import Inventory
 from reportclient.errors import InvalidInput
 
 __all__ = [
@@ -23,7 +22,6 @@ __all__ = [
     "NESTED",
     "PROVIDER_BODY",
     "Base",
-    "inventory_body",
     "neutron_exceptions",
     "parse_api_version",
     "plain",
@@ -125,24 +123,6 @@ def provider_body(
         body["parent_provider_uuid"] = parent
         body["root_provider_uuid"] = root or uuid
     return body
-
-
-def inventory_body(inventories: Mapping[str, Inventory], generation: int) -> dict[str, Any]:
-    """``PUT /resource_providers/{uuid}/inventories``'s answer for ``inventories``."""
-    return {
-        "resource_provider_generation": generation,
-        "inventories": {
-            rc: {
-                "total": inv.total,
-                "reserved": inv.reserved,
-                "min_unit": inv.min_unit,
-                "max_unit": inv.max_unit,
-                "step_size": inv.step_size,
-                "allocation_ratio": inv.allocation_ratio,
-            }
-            for rc, inv in sorted(inventories.items())
-        },
-    }
 
 
 class Base:

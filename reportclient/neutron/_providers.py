@@ -31,7 +31,6 @@ from reportclient.neutron._common import (
     NESTED,
     PROVIDER_BODY,
     Base,
-    inventory_body,
     plain,
     provider_body,
     text,
@@ -227,7 +226,7 @@ class ProviderCalls(Base):
             written = self._write_field(ProviderInventories, uuid, wanted, what)
         except PlacementError as exc:
             answer(what, exc, **context)
-        return inventory_body(written.value, written.generation)
+        return written.body(written.value)
 
     def delete_resource_provider_inventories(self, resource_provider_uuid: Any) -> None:
         """``DELETE /resource_providers/{uuid}/inventories`` (unguarded, as neutron-lib's)."""
@@ -304,10 +303,10 @@ class ProviderCalls(Base):
         except PlacementError as exc:
             # neutron-lib names its own route; the library wrote the provider's inventories.
             answer(what, exc, resource_provider=uuid, resource_class=resource_class, url=url)
-        out = inventory_body({resource_class: done.inventories[resource_class]}, done.generation)
-        return {"resource_provider_generation": done.generation} | out["inventories"][
-            resource_class
-        ]
+        return {
+            "resource_provider_generation": done.generation,
+            **done.inventories[resource_class].to_json(),
+        }
 
     # -- aggregates -------------------------------------------------------------------
     def associate_aggregates(self, resource_provider_uuid: Any, aggregates: Any) -> Any:
