@@ -26,7 +26,7 @@ import reportclient
 from reportclient.fixture import FakePlacement
 from reportclient.neutron import PlacementAPIClient
 from reportclient.neutron._errors import table_rst
-from tests.support.neutron import neutron_conf, never_sleeps
+from tests.support.neutron import never_sleeps
 
 DOCS = pathlib.Path(__file__).resolve().parents[3] / "doc" / "source"
 CN = uuid.uuid5(uuid.NAMESPACE_DNS, "compute-node")
@@ -38,13 +38,6 @@ AGG = uuid.uuid5(uuid.NAMESPACE_DNS, "aggregate")
 BW = "NET_BW_EGR_KILOBIT_PER_SEC"
 INV = {"total": 1000, "reserved": 0, "min_unit": 1, "max_unit": 1000, "step_size": 1}
 INV = INV | {"allocation_ratio": 1.0}
-
-
-@pytest.fixture
-def conf() -> Iterator[cfg_fixture.Config]:
-    fixture = neutron_conf()
-    yield fixture
-    fixture.cleanUp()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ neutron-lib's ``auth_type = noauth`` sends no token to ``auth_section``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from oslo_config import fixture as cfg_fixture
 
 import reportclient
 from reportclient.neutron import PlacementAPIClient
-from tests.support.neutron import GROUP, neutron_conf
+from tests.support.neutron import GROUP
 
 KEYSTONE = "http://keystone.test/v3"
 TOKEN_ID = "t0ken-from-keystone"
@@ -32,13 +31,6 @@ ENDPOINTS = {
     for region in ("RegionOne", "RegionTwo")
     for interface in ("public", "internal", "admin")
 }
-
-
-@pytest.fixture
-def conf() -> Iterator[cfg_fixture.Config]:
-    fixture = neutron_conf()
-    yield fixture
-    fixture.cleanUp()
 
 
 @pytest.fixture
